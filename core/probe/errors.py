@@ -1,0 +1,31 @@
+"""Exceptions that the command line turns into one-line messages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class ProbeError(Exception):
+    """Base class of every error probe reports to the user without a traceback."""
+
+    exit_code = 1
+
+
+class InputError(ProbeError):
+    """Bad input (a dump, a mapping file, an option): exit code 2.
+
+    ``path`` names the offending file; the message reads ``<path>: <problem>``.
+    """
+
+    exit_code = 2
+
+    def __init__(self, problem: str, path: str | Path | None = None) -> None:
+        self.problem = problem
+        self.path = str(path) if path is not None else None
+        super().__init__(f"{self.path}: {problem}" if self.path else problem)
+
+
+class PluginError(ProbeError):
+    """A plugin failed to load or registered something inconsistent."""
+
+    exit_code = 3

@@ -1,0 +1,186 @@
+"""Flatten dump entries into rows (one row per leaf), in msProbe's names and order."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable
+from typing import Any
+
+from probe.errors import InputError
+from probe.model import NA, Row
+
+MAX_DEPTH = 400
+
+# Keys of a forward/backward entry, in the order their rows are output:
+# inputs first, then parameters, then outputs.
+ENTRY_SECTIONS: tuple[tuple[str, str, str], ...] = (
+    ("input_args", "input", "input"),
+    ("input_kwargs", "input", "input"),
+    ("input", "input", "input"),
+    ("parameters", "parameters", "parameters"),
+    ("output", "output", "output"),
+)
+
+COMM_SCALAR_NAMES = frozenset({"src", "dst", "group_src", "group_dst"})
+NO_STATS = (None, None, None, None)
+
+
+def crc32_hex(text: str) -> str:
+    """CRC-32 of ``text`` as 8 lower-case hex digits (msProbe's "md5" of non-tensors)."""
+    return f"{zlib.crc32(text.encode('utf-8')) & 0xFFFFFFFF:08x}"
+
+
+def entry_kind(name: str) -> str | None:
+    """Classify an entry name: ``forward``, ``backward``, ``parameters_grad`` or ``None``.
+
+    ``None`` means the name does not look like a dump entry (msProbe drops such entries).
+    """
+    parts = name.split(".")
+    if len(parts) < 3:
+        return None
+    for candidate in (parts[-1], parts[-2]):
+        if candidate in ("forward", "backward", "parameters_grad"):
+            return candidate
+    return None
+
+
+def _py_repr(value: Any) -> str:
+    """``str(value)`` as Python prints the JSON value (``None``, ``True``, lists...)."""
+    return str(value)
+
+
+def leaf_row(name: str, entry: str, state: str, leaf: dict[str, Any] | None) -> Row:
+    """Build the row of one leaf (``None`` for a JSON null)."""
+    if leaf is None:
+        return Row(name, entry, state, NA, NA, NO_STATS, NA, None, "-1")
+    extra = None
+    if "tensor" in leaf and leaf.get("class_type", "").endswith("P2POp"):
+        extra = {k: leaf.get(k) for k in ("op", "peer", "tag", "group_id")}
+        inner = leaf.get("tensor")
+        row = leaf_row(name, entry, state, inner if isinstance(inner, dict) else None)
+        row.extra = extra
+        return row
+    data_name = leaf.get("data_name") or "-1"
+    if data_name != "-1":
+        dot = data_name.rfind(".")
+        name = data_name[:dot] if dot > 0 else data_name
+    rg = leaf.get("requires_grad")
+    requires_grad = NA if rg is None else str(rg)
+    if "dtype" in leaf:
+        shape = leaf.get("shape")
+        return Row(
+            name,
+            entry,
+            state,
+            str(leaf["dtype"]),
+            _py_repr(list(shape)) if isinstance(shape, (list, tuple)) else _py_repr(shape),
+            (leaf.get("Max"), leaf.get("Min"), leaf.get("Mean"), leaf.get("Norm")),
+            requires_grad,
+            leaf.get("md5"),
+            data_name,
+        )
+    leaf_type = leaf.get("type")
+    value = leaf.get("value")
+    md5 = leaf.get("md5")
+    if leaf_type == "torch.Size":
+        text = _py_repr(value)
+        return Row(name, entry, state, "torch.Size", text, NO_STATS, requires_grad, md5 or crc32_hex(text), data_name)
+    if leaf_type == "slice":
+        return Row(
+            name, entry, state, "slice", _slice_shape(value), NO_STATS, requires_grad,
+            md5 or crc32_hex(_py_repr(value)), data_name,
+        )
+    if leaf_type == "ellipsis":
+        return Row(name, entry, state, "ellipsis", "[]", ("...",) * 4, requires_grad, md5 or crc32_hex("..."), data_name)
+    if leaf_type == "torch.ProcessGroup":
+        ranks = _py_repr(leaf.get("group_ranks"))
+        return Row(name, entry, state, "torch.ProcessGroup", "[]", (ranks,) * 4, requires_grad, md5 or ranks, data_name)
+    if name.rsplit(".", 1)[-1] in COMM_SCALAR_NAMES:
+        text = _py_repr(value)
+        return Row(name, entry, state, str(leaf_type), "[]", (text,) * 4, requires_grad, md5 or text, data_name)
+    return Row(
+        name, entry, state, f"<class '{type(value).__name__}'>", "[]", (value,) * 4, requires_grad,
+        md5 or crc32_hex(_py_repr(value)), data_name,
+    )
+
+
+def _slice_shape(value: Any) -> str:
+    if isinstance(value, list):
+        # numpy shape of the value: a flat list of n items has shape (n,)
+        depth_shape: list[int] = []
+        node: Any = value
+        while isinstance(node, list):
+            depth_shape.append(len(node))
+            node = node[0] if node else None
+        return str(tuple(depth_shape))
+    return "()"
+
+
+class RowList(list):
+    """A list of rows that also remembers whether any tensor leaf carried an ``md5``."""
+
+    has_md5 = False
+
+
+def _walk(value: Any, name: str, entry: str, state: str, out: RowList, depth: int, list_index: bool = True) -> None:
+    if depth > MAX_DEPTH:
+        raise InputError(f"entry {entry} is nested deeper than {MAX_DEPTH} levels")
+    if value is None:
+        out.append(leaf_row(name, entry, state, None))
+    elif isinstance(value, dict):
+        if isinstance(value.get("type"), str) or value.get("class_type"):
+            if "md5" in value and "dtype" in value:
+                out.has_md5 = True
+            out.append(leaf_row(name, entry, state, value))
+        else:
+            for key, item in value.items():
+                _walk(item, f"{name}.{key}", entry, state, out, depth + 1, list_index)
+    elif isinstance(value, (list, tuple)):
+        if list_index:
+            for index, item in enumerate(value):
+                _walk(item, f"{name}.{index}", entry, state, out, depth + 1, list_index)
+        else:
+            for item in value:
+                _walk(item, name, entry, state, out, depth + 1, list_index)
+    # scalars outside a leaf object carry no information the reports use: skipped
+
+
+def flatten_entry(name: str, body: Any, kind: str, out: RowList) -> None:
+    """Append the rows of one entry to ``out``.
+
+    ``kind`` is ``forward``/``backward``/``parameters_grad`` for dump.json entries and
+    ``debug`` for single-point entries of debug.json.
+    """
+    if kind == "debug":
+        _walk(body, name, name, "debug", out, 0)
+        return
+    if kind == "parameters_grad":
+        if isinstance(body, dict):
+            for key, item in body.items():
+                _walk(item, f"{name}.{key}", name, "parameters_grad", out, 1, list_index=False)
+        return
+    if not isinstance(body, dict):
+        raise InputError(f"entry {name} is not a JSON object")
+    for key, state, prefix in ENTRY_SECTIONS:
+        section = body.get(key)
+        if section is None:
+            continue
+        _walk(section, f"{name}.{prefix}", name, state, out, 1)
+
+
+def flatten_entries(entries: Iterable[tuple[str, Any]], debug: bool = False) -> tuple[RowList, list[str], int]:
+    """Flatten all entries; return ``(rows, skipped entry names, entry count)``."""
+    rows = RowList()
+    skipped: list[str] = []
+    count = 0
+    for name, body in entries:
+        count += 1
+        if debug:
+            flatten_entry(name, body, "debug", rows)
+            continue
+        kind = entry_kind(name)
+        if kind is None:
+            skipped.append(name)
+            continue
+        flatten_entry(name, body, kind, rows)
+    return rows, skipped, count

@@ -1,0 +1,151 @@
+"""Every hook of probe, documented in one place.
+
+Two shapes only:
+
+* **registration hooks** (``probe_register_*``, ``probe_add_compare_options``) are called
+  once at start-up with a typed register object; plugins add named objects to it and a
+  duplicate name is an error naming both plugins;
+* **decision hooks** (``firstresult=True``) return the first non-``None`` answer; the
+  built-in default of each is registered ``trylast`` so any plugin can override it.
+
+No hook is ever called per row or per tensor: hooks hand back objects (readers, loaders,
+modes, exporters, jobs) and the hot loops call those directly.
+
+Hooks evolve by adding keyword arguments; always call them by keyword.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from probe.jobs import CompareJob, CompareRequest
+    from probe.registry import Registry
+
+PROJECT = "probe"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+# --------------------------------------------------------------------------------------
+# registration hooks
+# --------------------------------------------------------------------------------------
+
+
+@hookspec
+def probe_register_readers(register: Registry) -> None:
+    """Register dump readers (:class:`probe.model.DumpReader`).
+
+    Called once at start-up. A reader recognises a dump file (``sniff``) and yields its
+    entries in file order (``iter_entries``). The built-in reader handles msProbe's
+    ``dump.json`` / ``debug.json``; readers are tried in registration order, plugins first.
+    """
+
+
+@hookspec
+def probe_register_tensor_loaders(register: Registry) -> None:
+    """Register tensor-file loaders keyed by file suffix (``".pt"``, ``".npy"``...).
+
+    Called once at start-up. Each value is a :class:`probe.model.TensorLoader`: a callable
+    ``load(path) -> numpy.ndarray`` that must never execute code from the file (no
+    unpickling). The core ships ``.npy``; the PyTorch plugin adds ``.pt``.
+    """
+
+
+@hookspec
+def probe_register_normalizers(register: Registry) -> None:
+    """Register name normalizers (:class:`probe.model.NameNormalizer`).
+
+    Called once at start-up. A normalizer turns a framework-specific row name into a
+    canonical one before matching (e.g. MindSpore ``Cell.`` to ``Module.``). It declares
+    which (target framework, golden framework) pairs it applies to.
+    """
+
+
+@hookspec
+def probe_register_mappers(register: Registry) -> None:
+    """Register mappers (:class:`probe.model.Mapper`): api / cell / layer / data mapping.
+
+    Called once at start-up. A mapper is activated by a compare option (e.g. ``-dm FILE``)
+    and, once built for a job, rewrites the matching key of target rows so that they pair
+    with golden rows of other names.
+    """
+
+
+@hookspec
+def probe_register_modes(register: Registry) -> None:
+    """Register metric modes (:class:`probe.model.MetricMode`).
+
+    Called once at start-up. A mode owns its metric columns, the per-pair computation and
+    the Result rules. Built-ins: ``statistics``, ``tensor``, ``md5``. A mode is chosen by
+    the dump's task (``MetricMode.accepts``) or explicitly with ``--metric-mode NAME``.
+    """
+
+
+@hookspec
+def probe_register_tensor_metrics(register: Registry) -> None:
+    """Register extra tensor-mode metric columns (:class:`probe.model.TensorMetric`).
+
+    Called once at start-up. Each metric adds one column after the six built-in tensor
+    metrics (msProbe's "custom algorithm" columns); a metric that raises yields
+    ``unsupported`` for that row.
+    """
+
+
+@hookspec
+def probe_register_exporters(register: Registry) -> None:
+    """Register exporters (:class:`probe.model.Exporter`) keyed by format name.
+
+    Called once at start-up. Built-ins: ``csv``, ``xlsx``, ``json``. ``--format a,b`` picks
+    several; the core writes each file atomically (the exporter writes a temporary path that
+    the core renames into place).
+    """
+
+
+@hookspec
+def probe_register_commands(register: Registry) -> None:
+    """Register CLI sub-commands (:class:`probe.model.Command`).
+
+    Called once when the command line is built. Built-ins: ``compare``, ``plugins``; plugins
+    add e.g. ``merge_result`` or ``graph_visualize``. A command may list ``aliases``.
+    """
+
+
+@hookspec
+def probe_add_compare_options(parser: argparse.ArgumentParser) -> None:
+    """Add options to ``probe compare`` (e.g. ``--rank``/``--step`` or ``-am``).
+
+    Called once when the ``compare`` parser is built. Options land in
+    ``CompareRequest.options`` under their ``dest`` names, so plugin code reads them from
+    there; use ``default=None`` so that an option that was not given is recognisable.
+    """
+
+
+# --------------------------------------------------------------------------------------
+# decision hooks
+# --------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def probe_plan_compare(request: CompareRequest) -> list[CompareJob] | None:
+    """Split a compare request into independent jobs (one per rank / step / kernel dir).
+
+    Called once per ``probe compare``. Stops at the first non-``None`` result. The built-in
+    implementation (``trylast``) understands dump files, ``rank*``/``proc*`` step dirs and
+    multi-step roots. A plugin returns its own jobs for layouts it owns (MindSpore kernel
+    dumps with ``--rank``, TorchAir GE dumps, ...). Raise :class:`probe.errors.InputError`
+    for input it recognises but cannot use.
+    """
+
+
+@hookspec(firstresult=True)
+def probe_detect_framework(path: str) -> str | None:
+    """Name the framework of the dump at ``path`` when ``--framework`` was not given.
+
+    Called once per compare on the target path. Stops at the first non-``None`` result.
+    The built-in implementation (``trylast``) reads the ``framework`` key of dump.json.
+    """

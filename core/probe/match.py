@@ -1,0 +1,166 @@
+"""Pair target rows with golden rows: exact keys, backward renumbering, fuzzy matching."""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from collections.abc import Callable, Sequence
+
+from probe.model import KeyMap, Pair, Row
+
+FLOAT_DTYPES = (
+    frozenset({"torch.float16", "torch.float32", "torch.float64", "torch.bfloat16"}),
+    frozenset({"Float16", "Float32", "Float64", "BFloat16"}),
+)
+
+
+def backward_renames(entries: Sequence[str]) -> dict[str, str]:
+    """Map each backward entry name to its name with the call index renumbered.
+
+    The index becomes the entry's ordinal among backward entries of the same stem (name
+    minus its last two components), in file order, so that backward calls pair by order.
+    """
+    counters: dict[str, int] = defaultdict(int)
+    renames: dict[str, str] = {}
+    for entry in entries:
+        parts = entry.split(".")
+        if len(parts) < 3:
+            continue
+        if parts[-1] == "backward":  # API: X.api.N.backward
+            stem = ".".join(parts[:-2])
+            ordinal = counters[stem]
+            counters[stem] += 1
+            renames[entry] = f"{stem}.{ordinal}.backward"
+        elif parts[-2] == "backward":  # module: Module.path.Class.backward.N
+            stem = ".".join(parts[:-2])
+            ordinal = counters[stem]
+            counters[stem] += 1
+            renames[entry] = f"{stem}.backward.{ordinal}"
+    return renames
+
+
+def assign_keys(rows: Sequence[Row], renumber: bool) -> None:
+    """Set ``row.key`` to the row name, with backward call indices renumbered if asked."""
+    if not renumber:
+        for row in rows:
+            row.key = row.name
+        return
+    entries = list(dict.fromkeys(row.entry for row in rows))
+    renames = backward_renames(entries)
+    for row in rows:
+        new_entry = renames.get(row.entry)
+        if new_entry is not None and row.name.startswith(row.entry):
+            row.key = new_entry + row.name[len(row.entry):]
+        else:
+            row.key = row.name
+
+
+def dtypes_compatible(target: str, golden: str) -> bool:
+    """msProbe's dtype gate: equal, or both float types of the same framework."""
+    if target == golden:
+        return True
+    return any(target in family and golden in family for family in FLOAT_DTYPES)
+
+
+def match_exact(
+    target: Sequence[Row],
+    golden: Sequence[Row],
+    key_map: KeyMap | None = None,
+    dtype_gate: Callable[[str, str], bool] | None = dtypes_compatible,
+) -> tuple[list[Pair], int]:
+    """Join target rows to golden rows by key, in target order.
+
+    A golden key seen several times repeats the target row once per golden row. With a
+    ``key_map`` the target key comes from the mapper; ``left_join`` mappers switch the dtype
+    gate off. Returns the pairs and the number of golden rows no target row matched.
+    """
+    by_key: dict[str, list[Row]] = {}
+    for row in golden:
+        by_key.setdefault(row.key, []).append(row)
+    gate = None if (key_map is not None and key_map.left_join) else dtype_gate
+    pairs: list[Pair] = []
+    used: set[int] = set()
+    for row in target:
+        key = row.key
+        if key_map is not None:
+            mapped = key_map.target_key(row)
+            if mapped is not None:
+                key = mapped
+        candidates = by_key.get(key)
+        if not candidates:
+            pairs.append(Pair(row, None))
+            continue
+        for cand in candidates:
+            used.add(id(cand))
+            if gate is not None and not gate(row.dtype, cand.dtype):
+                pairs.append(Pair(row, None))
+            else:
+                pairs.append(Pair(row, cand))
+    return pairs, len(golden) - len(used)
+
+
+def fuzzy_key(name: str) -> str:
+    """A row name without its call index (``Functional.relu.3.forward.input.0`` ->
+    ``Functional.relu.forward.input.0``; ``Module.l.Linear.forward.2.output.0`` ->
+    ``Module.l.Linear.forward.output.0``)."""
+    parts = name.split(".")
+    for i, part in enumerate(parts):
+        if part in ("forward", "backward"):
+            if i >= 1 and parts[i - 1].isdigit():  # API: index before the direction
+                return ".".join(parts[: i - 1] + parts[i:])
+            if i + 1 < len(parts) and parts[i + 1].isdigit():  # module: index after it
+                return ".".join(parts[: i + 1] + parts[i + 2:])
+            return name
+    return name
+
+
+def match_fuzzy(target: Sequence[Row], golden: Sequence[Row]) -> tuple[list[Pair], int]:
+    """Call-index-insensitive matching with msProbe's greedy queue algorithm.
+
+    Both row lists are walked in step; each new target row is looked for among pending
+    golden rows (oldest first), then each pending target row against the newest golden row.
+    On a match the pending target rows before it are emitted unmatched and the golden rows
+    before its partner are discarded. Unlike msProbe, no target row is ever dropped.
+    """
+    pending_t: deque[tuple[Row, str]] = deque()
+    pending_g: deque[tuple[Row, str]] = deque()
+    pairs: list[Pair] = []
+    matched_golden = 0
+
+    def emit(ti: int, gi: int) -> None:
+        nonlocal matched_golden
+        for _ in range(ti):
+            pairs.append(Pair(pending_t.popleft()[0], None))
+        t_row = pending_t.popleft()[0]
+        for _ in range(gi):
+            pending_g.popleft()
+        g_row = pending_g.popleft()[0]
+        matched_golden += 1
+        pairs.append(Pair(t_row, g_row, fuzzy=t_row.name != g_row.name))
+
+    n = max(len(target), len(golden))
+    for i in range(n):
+        if i < len(target):
+            pending_t.append((target[i], fuzzy_key(target[i].name)))
+        if i < len(golden):
+            pending_g.append((golden[i], fuzzy_key(golden[i].name)))
+        if not pending_t or not pending_g:
+            continue
+        newest_t = pending_t[-1][1]
+        found = None
+        for gi in range(len(pending_g) - 1):
+            if pending_g[gi][1] == newest_t:
+                found = (len(pending_t) - 1, gi)
+                break
+        if found is None and pending_g[-1][1] == newest_t:
+            found = (len(pending_t) - 1, len(pending_g) - 1)
+        if found is None:
+            newest_g = pending_g[-1][1]
+            for ti in range(len(pending_t) - 1):
+                if pending_t[ti][1] == newest_g:
+                    found = (ti, len(pending_g) - 1)
+                    break
+        if found is not None:
+            emit(*found)
+    while pending_t:
+        pairs.append(Pair(pending_t.popleft()[0], None))
+    return pairs, len(golden) - matched_golden
