@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
@@ -172,12 +174,30 @@ class JobOutcome:
     exit_code: int = 0
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Switch the cyclic garbage collector off for a block.
+
+    A job allocates millions of small acyclic objects (rows, pairs, results); the
+    collector would scan them again and again for cycles that do not exist, which costs
+    about a quarter of the run time. Reference counting still frees everything.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def run_job(job: CompareJob, request: CompareRequest, keep: bool, host: Host | None = None, progress: Any = None) -> JobOutcome:
     """Run one job and export it; errors become an outcome instead of an exception."""
     host = host or default_host()
     try:
-        result = job.run(host, request, progress)
-        export(result, host, request, timestamp())
+        with gc_paused():
+            result = job.run(host, request, progress)
+            export(result, host, request, timestamp())
     except ProbeError as exc:
         return JobOutcome(job.label, Summary(), error=str(exc), exit_code=exc.exit_code)
     summary = result.summary()
