@@ -100,11 +100,18 @@ def compare_dumps(
     )
     records = mode.compute(pairs, ctx)
     stack = target.stack
+    stack_text: dict[int, str] = {}  # entries of one stack group share the same list
     for entry, group_iter in groupby(records, key=lambda r: r.pair.target.entry):
         group = list(group_iter)
         if stack is not None:
             lines = stack.get(entry)
-            group[0].extra["stack"] = str(lines) if lines is not None else NA
+            if lines is None:
+                text = NA
+            else:
+                text = stack_text.get(id(lines))
+                if text is None:
+                    text = stack_text[id(lines)] = str(lines)
+            group[0].extra["stack"] = text
         mode.judge(group)
     result = CompareResult(
         label=label,

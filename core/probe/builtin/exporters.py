@@ -13,13 +13,15 @@ import orjson
 
 from probe.hookspecs import hookimpl
 from probe.io import atomic_path, atomic_write
-from probe.modes.common import STAT_COLUMNS
+from probe.modes.common import STACK_COLUMN, STAT_COLUMNS
 from probe.result import CompareResult
 
 CSV_MAX_ROWS = 1_000_000
 XLSX_MAX_ROWS = 1_048_500
 HIGHLIGHT_COLUMN = "Highlight"
 _FORMULA_START = ("=", "+", "-", "@", "%", "＝", "＋", "－", "＠", "％")
+_FORMULA_FIRST = frozenset(_FORMULA_START)
+_INF = math.inf
 
 
 def neutralise_formula(value: str) -> str:
@@ -38,21 +40,14 @@ def _rows(result: CompareResult, inf_text: tuple[str, str]) -> Iterator[list[Any
     columns = result.columns
     stat_index = [columns.index(c) for c in STAT_COLUMNS if c in columns]
     pos_inf, neg_inf = inf_text
+    starts = _FORMULA_FIRST
     for row in result.table():
         for i in stat_index:
             value = row[i]
-            if isinstance(value, float) and math.isinf(value):
+            if (value == _INF or value == -_INF) and isinstance(value, float):
                 row[i] = pos_inf if value > 0 else neg_inf
-        for i, value in enumerate(row):
-            if isinstance(value, str) and value:
-                row[i] = neutralise_formula(value)
-        yield row
-
-
-def _chunks(rows: Iterable[list[Any]], size: int) -> Iterator[list[list[Any]]]:
-    iterator = iter(rows)
-    while chunk := list(islice(iterator, size)):
-        yield chunk
+        # only text starting with a formula character needs a closer look
+        yield [neutralise_formula(v) if isinstance(v, str) and v[:1] in starts else v for v in row]
 
 
 class CsvExporter:
@@ -64,22 +59,70 @@ class CsvExporter:
 
     def write(self, result: CompareResult, path: Path) -> list[Path]:
         columns = result.columns
+        stack = columns.index(STACK_COLUMN) if STACK_COLUMN in columns else None
+        rows = _rows(result, (" inf", " -inf"))
         if len(result) <= self.max_rows:
-            self._write_file(path, columns, _rows(result, (" inf", " -inf")))
+            self._write_file(path, columns, rows, stack)
             return [path]
         written = []
-        for index, chunk in enumerate(_chunks(_rows(result, (" inf", " -inf")), self.max_rows), start=1):
+        for index in range(1, math.ceil(len(result) / self.max_rows) + 1):
             part = path.with_name(f"{path.stem}_part_{index}{path.suffix}")
-            self._write_file(part, columns, chunk)
+            self._write_file(part, columns, islice(rows, self.max_rows), stack)
             written.append(part)
         return written
 
     @staticmethod
-    def _write_file(path: Path, columns: list[str], rows: Iterable[list[Any]]) -> None:
+    def _write_file(path: Path, columns: list[str], rows: Iterable[list[Any]], stack: int | None = None) -> None:
         with atomic_write(path, "w", encoding="utf-8", newline="") as handle:
-            writer = csv.writer(handle, lineterminator="\n")
-            writer.writerow(columns)
-            writer.writerows(rows)
+            csv.writer(handle, lineterminator="\n").writerow(columns)
+            if stack is None:
+                csv.writer(handle, lineterminator="\n").writerows(rows)
+            else:
+                _write_with_stacks(handle, rows, stack)
+
+
+class _Lines(list):
+    """A file-like list: ``csv.writer`` appends one line per row."""
+
+    write = list.append
+
+
+def _write_with_stacks(handle: Any, rows: Iterable[list[Any]], stack: int) -> None:
+    """Write rows as ``csv.writer`` would, quoting each distinct stack text only once.
+
+    The stack cell (kilobytes of text, repeated for every entry of a stack group) would
+    otherwise be scanned and quoted again on every row. Quoting is per field, so a row is
+    the csv text of the cells before the stack, the cached stack text and the cells after.
+    """
+    lines = _Lines()
+    writer = csv.writer(lines, lineterminator="\n")
+    writerow = writer.writerow
+    quoted: dict[str, str] = {}
+    for row in rows:
+        cell = row[stack]
+        if not (cell.__class__ is str and len(cell) > 64):
+            writerow(row)
+        else:
+            text = quoted.get(cell)
+            if text is None:
+                writerow((cell,))
+                text = quoted[cell] = lines.pop()[:-1]
+            parts = [_csv_cells(writerow, lines, row[:stack]), text]
+            if stack + 1 < len(row):
+                parts.append(_csv_cells(writerow, lines, row[stack + 1 :]))
+            lines.append(",".join(parts) + "\n")
+        if len(lines) >= 4096:
+            handle.write("".join(lines))
+            lines.clear()
+    handle.write("".join(lines))
+
+
+def _csv_cells(writerow: Any, lines: _Lines, cells: list[Any]) -> str:
+    """The csv text of ``cells`` as part of a longer row (no line end)."""
+    if len(cells) == 1 and (cells[0] is None or cells[0] == ""):
+        return ""  # a lone empty field is written as "" only when it is the whole row
+    writerow(cells)
+    return lines.pop()[:-1]
 
 
 class XlsxExporter:

@@ -45,15 +45,25 @@ MSG_SCALAR = "error: The scalar parameters of NPU and Bench are inconsistent."
 MSG_DTYPE = "error: The dtype of NPU and Bench are inconsistent."
 MSG_SHAPE = "error: The shape of NPU and Bench are inconsistent."
 MSG_UNMATCHED = "No bench data matched."
+_NA4 = (NA,) * 4
+_INF = math.inf
 
 
 def display_stat(value: Any) -> Any:
     """A Max/Min/Mean/Norm value as the reports show it (``None``, ``Nan``, numbers, text)."""
     if value is None:
         return "None"
-    if isinstance(value, float) and math.isnan(value):
+    if value != value and isinstance(value, float):  # NaN is the only value unequal to itself
         return "Nan"
     return value
+
+
+def _display_stats(stats: tuple[Any, ...]) -> list[Any]:
+    """:func:`display_stat` of four values; plain numbers (the usual case) pass untouched."""
+    for value in stats:
+        if value is None or value != value:
+            return [display_stat(v) for v in stats]
+    return list(stats)
 
 
 def common_cells(row: RowResult) -> list[Any]:
@@ -67,11 +77,8 @@ def common_cells(row: RowResult) -> list[Any]:
 def stat_cells(row: RowResult) -> list[Any]:
     """NPU max ... Bench l2norm."""
     t, g = row.pair.target, row.pair.golden
-    cells = [display_stat(v) for v in t.stats]
-    if g is None:
-        cells.extend([NA] * 4)
-    else:
-        cells.extend(display_stat(v) for v in g.stats)
+    cells = _display_stats(t.stats)
+    cells.extend(_NA4 if g is None else _display_stats(g.stats))
     return cells
 
 
@@ -83,6 +90,8 @@ def requires_grad_consistent(row: RowResult) -> bool:
 
 def err_message(row: RowResult) -> str:
     """Err_message cell: JSON list of rule messages followed by notes."""
+    if not row.messages and not row.notes:
+        return "[]"
     return json.dumps(row.messages + row.notes, ensure_ascii=False)
 
 
@@ -102,6 +111,8 @@ def api_name(entry: str) -> str:
 
 def is_nan_or_inf(value: Any) -> bool:
     """Whether a statistic is NaN or +/-inf (as float or as text)."""
+    if value.__class__ is float:  # the usual case, answered without a call
+        return value != value or value == _INF or value == -_INF
     if isinstance(value, bool) or value is None:
         return False
     if isinstance(value, (int, float)):

@@ -67,8 +67,27 @@ def classify(value: Any) -> int:
     return OTHER
 
 
+_ZERO = ("0", "0")
+_NUMBER_TYPES = (float, int)
+_INF = math.inf
+
+
 def stat_difference(npu: Any, bench: Any) -> tuple[str, str]:
     """``(diff, relative error)`` of one statistic, as msProbe writes them."""
+    tn = type(npu)
+    if tn is type(bench) and tn in _NUMBER_TYPES:
+        # fast path for two numbers of one type (bool is neither float nor int here);
+        # same result as the general path below
+        if npu == bench and npu:  # equal and non-zero: equal text too (no -0.0 case)
+            return _ZERO
+        if -_INF < npu < _INF and -_INF < bench < _INF:  # both finite (NaN fails too)
+            diff = float(npu) - float(bench)
+            if npu == bench:  # zeros of the same sign print alike; 0.0 and -0.0 do not
+                if str(npu) == str(bench):
+                    return _ZERO
+            if bench == 0:
+                return str(diff), "inf"
+            return str(diff), f"{abs(diff / float(bench) * 100)}%"
     if str(npu) == str(bench):
         return "0", "0"
     kn, kb = classify(npu), classify(bench)
@@ -115,18 +134,20 @@ class StatisticsMode:
 
     def compute(self, pairs: Sequence[Pair], ctx: ModeContext) -> list[RowResult]:
         results = []
+        append = results.append
+        unmatched = (NA,) * 8
+        difference = stat_difference
         for pair in pairs:
             g = pair.golden
             if g is None:
-                results.append(RowResult(pair, (NA,) * 8))
+                append(RowResult(pair, unmatched))
                 continue
-            diffs = []
-            rels = []
-            for n, b in zip(pair.target.stats, g.stats):
-                d, r = stat_difference(n, b)
-                diffs.append(d)
-                rels.append(r)
-            results.append(RowResult(pair, tuple(diffs + rels)))
+            (n0, n1, n2, n3), (b0, b1, b2, b3) = pair.target.stats, g.stats
+            d0, r0 = difference(n0, b0)
+            d1, r1 = difference(n1, b1)
+            d2, r2 = difference(n2, b2)
+            d3, r3 = difference(n3, b3)
+            append(RowResult(pair, (d0, d1, d2, d3, r0, r1, r2, r3)))
         if ctx.progress:
             ctx.progress(len(pairs))
         return results
@@ -176,17 +197,26 @@ def judge_group(group: list[RowResult], cross_rules) -> None:
     if api in common.SKIP_ALL_APIS:
         return
     output_only = api in common.OUTPUT_ONLY_APIS
-    matched = [r for r in group if r.pair.golden is not None]
+    inputs: list[RowResult] = []
+    outputs: list[RowResult] = []
     for r in group:
         if r.pair.golden is None:
             r.notes.append(common.MSG_UNMATCHED)
-    checked = [r for r in matched if not output_only or common.is_output(r.pair.target)]
-    inputs = [r for r in matched if not common.is_output(r.pair.target)]
-    outputs = [r for r in matched if common.is_output(r.pair.target)]
+        elif common.is_output(r.pair.target):
+            outputs.append(r)
+        else:
+            inputs.append(r)
+    if output_only:
+        checked = outputs
+    elif not inputs or not outputs:
+        checked = inputs or outputs
+    else:
+        checked = [r for r in group if r.pair.golden is not None]
+    nan_or_inf = common.is_nan_or_inf
     for r in checked:
         t, g = r.pair.target, r.pair.golden
-        if not (common.is_nan_or_inf(g.stats[0]) or common.is_nan_or_inf(g.stats[1])):
-            if common.is_nan_or_inf(t.stats[0]) or common.is_nan_or_inf(t.stats[1]):
+        if not (nan_or_inf(g.stats[0]) or nan_or_inf(g.stats[1])):
+            if nan_or_inf(t.stats[0]) or nan_or_inf(t.stats[1]):
                 r.raise_to(ERROR, common.MSG_NAN_INF)
     early, late = ([], []) if output_only else cross_rules(inputs, outputs)
     for r, verdict, message in early:
