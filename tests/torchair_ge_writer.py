@@ -70,7 +70,7 @@ class Tensor:
 
 def plain(array: np.ndarray) -> Tensor:
     """An ND tensor of a numpy array."""
-    array = np.ascontiguousarray(array)
+    array = np.array(array, order="C")  # ascontiguousarray would turn 0-d into 1-d
     return Tensor(array.tobytes(), GE_DTYPE[array.dtype.name], ND, array.shape, array.shape)
 
 

@@ -36,8 +36,8 @@ class Loaded:
         """Wrap an array, computing its statistics as float32 (NaN/inf propagate)."""
         loaded = cls(dtype or torch_dtype_name(array.dtype), tuple(array.shape), array)
         if array.size and not np.iscomplexobj(array):
-            values = array.astype(np.float32, copy=False)
             with np.errstate(all="ignore"):
+                values = array.astype(np.float32, copy=False)
                 loaded.minimum = float(values.min())
                 loaded.maximum = float(values.max())
                 loaded.mean = float(values.mean(dtype=np.float64))
