@@ -15,7 +15,7 @@ from probe.jobs import CompareRequest
 from probe.model import Summary
 from probe.pipeline import JobOutcome, run_compare
 
-err_console = Console(file=sys.stderr)
+err_console = Console(stderr=True)  # resolves sys.stderr at write time (pytest capture, redirection)
 
 
 def _progress() -> Progress:
