@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from probe.errors import InputError
 
@@ -193,8 +194,11 @@ def compute_row(spec: PairSpec, mode: str, token: int, data_id: int,
 
 def compare_rank(target_dir: Path, golden_dir: Path, graph_root: Path, rank: int | None,
                  golden_is_ge: bool, mode: str | None = None,
-                 token_offset: int | None = None) -> RankReport:
-    """Compare one rank (or the whole dump when it has no ranks)."""
+                 token_offset: int | None = None, progress: Any = None, label: str = "torchair") -> RankReport:
+    """Compare one rank (or the whole dump when it has no ranks).
+
+    ``progress`` is the core's progress factory ``(label, total) -> advance(n)``.
+    """
     paths = layout.graph_files(graph_root, rank)
     if not paths and rank is not None:
         paths = layout.graph_files(graph_root)
@@ -224,9 +228,12 @@ def compare_rank(target_dir: Path, golden_dir: Path, graph_root: Path, rank: int
         stats = any(_stats_only(s.target) or _stats_only(s.golden) for _, specs in planned for s in specs)
         mode = "statistics" if stats else "tensor"
     rows: list[list[object]] = []
+    total = sum(len(specs) for _, specs in planned)
+    advance = progress(f"{label} compare", total) if progress is not None else (lambda n: None)
     for token, specs in planned:
         for spec in specs:
             rows.append(compute_row(spec, mode, token, len(rows), problems))
+            advance(1)
     for message in warnings:
         log.warning("%s", message)
     return RankReport(rank, mode, columns(mode), rows,

@@ -1,35 +1,76 @@
-"""Planning a TorchAir compare into one job per rank, and running the jobs."""
+"""Planning a TorchAir compare into one job per rank; a job returns a core CompareResult."""
 
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from probe.errors import InputError
+from probe.model import ERROR, NA, PASS
+from probe.result import CompareResult
 
 from probe_torchair import layout
-from probe_torchair.compare import compare_rank, normalize_mode
-from probe_torchair.report import report_stem, write_csv
+from probe_torchair.compare import RankReport, compare_rank, normalize_mode
+from probe_torchair.report import cell, report_stem
 
 log = logging.getLogger("probe.torchair")
+
+_VERDICTS = {"PASS": PASS, "FAIL": ERROR}
+
+
+class TorchairRecord:
+    """One report row; ``verdict`` uses the core's words so summaries count it."""
+
+    __slots__ = ("cells", "verdict", "name")
+
+    def __init__(self, cells: list[object]) -> None:
+        self.cells = cells
+        self.verdict = _VERDICTS.get(str(cells[-2]), NA)
+        self.name = str(cells[9])  # my_data_path
+
+    @property
+    def matched(self) -> bool:
+        return self.verdict != NA
+
+
+@dataclass
+class TorchairReportMode:
+    """Column set and row rendering of a TorchAir report (tensor, statistics or md5)."""
+
+    name: str
+    report_columns: list[str]
+
+    def columns(self, with_stack: bool = False, extra_metrics: Sequence[str] = ()) -> list[str]:
+        return list(self.report_columns)
+
+    def render(self, row: TorchairRecord, with_stack: bool = False) -> list[Any]:
+        return [cell(v) for v in row.cells]
+
+
+def to_result(report: RankReport, label: str) -> CompareResult:
+    """Wrap a rank's rows in the core result type that the exporters write."""
+    result = CompareResult(
+        label=label,
+        mode=TorchairReportMode(report.mode, report.columns),
+        records=[TorchairRecord(row) for row in report.rows],
+        output_stem=report_stem(report.rank),
+        rank=report.rank,
+    )
+    result.problems.extend(report.problems)
+    return result
 
 
 @dataclass
 class TorchairJob:
-    """Compare one rank of a GE dump with an FX dump or a fusion-off GE dump.
-
-    ``run`` writes ``msprobe_cmp_report[_rank{r}]_{timestamp}.csv`` itself (the TorchAir
-    column set is not the API-compare one) and returns a summary with the file written.
-    """
+    """Compare one rank of a GE dump with an FX dump or a fusion-off GE dump."""
 
     label: str
     target_dir: Path
     golden_dir: Path
     graph_root: Path
-    output_dir: Path
     rank: int | None = None
     golden_is_ge: bool = False
     mode: str | None = None
@@ -40,45 +81,21 @@ class TorchairJob:
     def __post_init__(self) -> None:
         self.output_stem = report_stem(self.rank)
 
-    def compare(self) -> TorchairOutcome:
-        """Compare and write the report; bad input files are listed, not fatal."""
-        report = compare_rank(self.target_dir, self.golden_dir, self.graph_root, self.rank,
-                              self.golden_is_ge, self.mode, self.token_offset)
-        path = write_csv(self.output_dir / self.output_subdir, self.output_stem, report.columns,
-                         report.rows)
-        passed = sum(1 for row in report.rows if row[-2] == "PASS")
-        failed = sum(1 for row in report.rows if row[-2] == "FAIL")
-        return TorchairOutcome(self.label, path, len(report.rows), passed, failed,
-                               report.problems, report.warnings, report.mode)
+    def compare(self, progress: Any = None) -> RankReport:
+        """The rows of this rank; unreadable files are listed in ``problems``, not fatal."""
+        return compare_rank(self.target_dir, self.golden_dir, self.graph_root, self.rank,
+                            self.golden_is_ge, self.mode, self.token_offset, progress, self.label)
 
-    def run(self, host: Any = None, request: Any = None, progress: Any = None) -> TorchairOutcome:
-        """Job protocol entry point (``host``/``request`` are not needed)."""
-        outcome = self.compare()
-        if progress is not None:
-            progress(1)
-        return outcome
+    def run(self, host: Any = None, request: Any = None, progress: Any = None) -> CompareResult:
+        """Job protocol: compare and hand the table to the core exporters."""
+        report = self.compare(progress)
+        for problem in report.problems:
+            log.error("%s", problem)
+        return to_result(report, self.label)
 
 
-@dataclass
-class TorchairOutcome:
-    """What one job did."""
-
-    label: str
-    path: Path
-    rows: int
-    passed: int
-    failed: int
-    problems: list[str]
-    warnings: list[str]
-    mode: str
-
-    @property
-    def files(self) -> list[Path]:
-        return [self.path]
-
-
-def plan(target: Path, golden: Path, output_dir: Path, ranks: list[int] | None = None,
-         mode: str | None = None, token_offset: int | None = None) -> list[TorchairJob]:
+def plan(target: Path, golden: Path, ranks: list[int] | None = None, mode: str | None = None,
+         token_offset: int | None = None) -> list[TorchairJob]:
     """One job per rank found on both sides (or one job without rank layout)."""
     if not target.is_dir():
         raise InputError("the TorchAir target must be a GE dump directory", target)
@@ -90,8 +107,7 @@ def plan(target: Path, golden: Path, output_dir: Path, ranks: list[int] | None =
     golden_is_ge = layout.has_graph_files(golden)
     target_ranks = layout.rank_dirs(target)
     golden_ranks = layout.rank_dirs(golden)
-    common = dict(output_dir=output_dir, golden_is_ge=golden_is_ge, mode=mode,
-                  token_offset=token_offset, graph_root=target)
+    common = dict(golden_is_ge=golden_is_ge, mode=mode, token_offset=token_offset, graph_root=target)
     if not target_ranks:
         if ranks:
             raise InputError(f"--rank {','.join(map(str, ranks))} given but the dump has no "
@@ -109,20 +125,8 @@ def plan(target: Path, golden: Path, output_dir: Path, ranks: list[int] | None =
                 continue
             golden_dir = golden_ranks[rank]
         else:
-            golden_dir = golden  # an FX/GE dump without rank directories serves every rank
+            golden_dir = golden  # a golden dump without rank directories serves every rank
         jobs.append(TorchairJob(f"rank{rank}", target_ranks[rank], golden_dir, rank=rank, **common))
     if not jobs:
         raise InputError("no common rank in the target and golden dumps", golden)
     return jobs
-
-
-def _run(job: TorchairJob) -> TorchairOutcome:
-    return job.compare()
-
-
-def run_jobs(jobs: list[TorchairJob], workers: int = 1) -> list[TorchairOutcome]:
-    """Run jobs, in parallel processes when ``workers > 1`` and there are several ranks."""
-    if workers > 1 and len(jobs) > 1:
-        with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
-            return list(pool.map(_run, jobs))
-    return [job.compare() for job in jobs]
