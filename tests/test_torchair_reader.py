@@ -140,3 +140,46 @@ def test_file_names():
     assert parse_name("Add.Add_2.44.6.1706596912161941_min_max.npz").kind == "min_max"
     assert parse_name("dynamo_original_graph_1_rank_0.txt") is None
     assert parse_name("a.b.c") is None
+
+
+def _raw_tensor(tmp_path: Path, code: int, payload: bytes, shape: list[int]):
+    t = w.Tensor(payload, code, w.ND, shape, shape)
+    path = w.write_ge(tmp_path, "Op", f"t{code}", [t], [])
+    return _op(path).load("inputs", 0).array
+
+
+def test_packed_and_fp8_types(tmp_path):
+    # INT4: low nibble first, signed; UINT1: most significant bit first.
+    np.testing.assert_array_equal(_raw_tensor(tmp_path, 28, bytes([0x7F, 0x08]), [3]), [-1, 7, -8])
+    np.testing.assert_array_equal(_raw_tensor(tmp_path, 29, bytes([0b10100000]), [3]), [1, 0, 1])
+    # FLOAT8_E5M2 0x3C = 1.0, 0xC0 = -2.0; E4M3FN 0x38 = 1.0, 0x7F = NaN, 0x01 = 2**-9.
+    np.testing.assert_array_equal(_raw_tensor(tmp_path, 34, bytes([0x3C, 0xC0]), [2]), [1.0, -2.0])
+    e4m3 = _raw_tensor(tmp_path, 35, bytes([0x38, 0x01, 0x7F]), [3])
+    assert e4m3[0] == 1.0 and e4m3[1] == 2.0**-9 and np.isnan(e4m3[2])
+    np.testing.assert_array_equal(_raw_tensor(tmp_path, 36, bytes([127, 130]), [2]), [1.0, 8.0])
+
+
+def test_unsupported_known_dtype_names_it(tmp_path):
+    with pytest.raises(GeFormatError, match="HIFLOAT8"):
+        _raw_tensor(tmp_path, 33, b"\0\0", [2])
+
+
+def test_graph_text_value_with_colon_space(tmp_path):
+    from probe_torchair.graph import Graph
+
+    path = tmp_path / "dynamo_original_graph_1_rank_0_pid_1_ts_2.txt"
+    path.write_text(w.graph_text([{"name": "Add_2", "type": "Add", "inputs": ["x:0", "y:-1"],
+                                   "fx": ["add-aten.add.Tensor.OUTPUT.0"]}])
+                    + 'op { name: "odd" type: "T" attr { key: "k" value { s: "a: b" } } }\n')
+    graph = Graph.read(path)
+    assert graph.ops["Add_2"].inputs == ["x"]
+    assert graph.ops["Add_2"].fx_outputs == [("add-aten.add.Tensor", 0)]
+    assert graph.index_of("odd") == 1
+
+
+def test_framework_detection(tmp_path):
+    from probe_torchair.plugin import probe_detect_framework
+
+    assert probe_detect_framework(str(tmp_path)) is None
+    (tmp_path / "dynamo_original_graph_1_rank_0_pid_1_ts_2.txt").write_text("")
+    assert probe_detect_framework(str(tmp_path)) == "torchair"
