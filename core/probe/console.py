@@ -15,7 +15,7 @@ from probe.jobs import CompareRequest
 from probe.model import Summary
 from probe.pipeline import JobOutcome, run_compare
 
-err_console = Console(stderr=True)  # resolves sys.stderr at write time (pytest capture, redirection)
+err_console = Console(stderr=True)
 
 
 def _progress() -> Progress:
@@ -72,7 +72,7 @@ def report(outcomes: list[JobOutcome], request: CompareRequest, fail_on: str) ->
         problems.extend(outcome.problems)
     for outcome in outcomes:
         files.extend(outcome.summary.files)
-    out = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    out = Console(highlight=False, soft_wrap=True)
     if total.rows:
         table = Table(title="probe compare", show_header=True)
         for column in ("rows", "pass", "warning", "error", "unmatched", "golden only"):
