@@ -116,6 +116,16 @@ def probe_register_commands(register: Registry) -> None:
 
 
 @hookspec
+def probe_register_analyzers(register: Registry) -> None:
+    """Register post-compare analyzers (:class:`probe.model.Analyzer`).
+
+    Called once at start-up. After every job of a compare has run, each analyzer whose
+    ``enabled(request)`` is true gets the in-memory results (first-divergence analysis,
+    advisor, collective consistency...); nothing is re-read from written files.
+    """
+
+
+@hookspec
 def probe_add_compare_options(parser: argparse.ArgumentParser) -> None:
     """Add options to ``probe compare`` (e.g. ``--rank``/``--step`` or ``-am``).
 

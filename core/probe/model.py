@@ -253,6 +253,19 @@ class Exporter(Protocol):
         """Write ``result`` to ``path`` (or parts derived from it) atomically; return the files."""
 
 
+@runtime_checkable
+class Analyzer(Protocol):
+    """Looks at finished results of a compare and reports what they mean."""
+
+    name: str
+
+    def enabled(self, request: Any) -> bool:
+        """Whether this analyzer runs for the given :class:`probe.jobs.CompareRequest`."""
+
+    def analyze(self, request: Any, results: list[CompareResult]) -> list[Path]:
+        """Analyse the results (all jobs); return the files written."""
+
+
 @dataclass
 class Command:
     """A ``probe`` sub-command."""

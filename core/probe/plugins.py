@@ -183,6 +183,11 @@ class Host:
         """CLI sub-commands."""
         return self._collect("command", "probe_register_commands")
 
+    @cached_property
+    def analyzers(self) -> Registry[Any]:
+        """Post-compare analyzers."""
+        return self._collect("analyzer", "probe_register_analyzers")
+
     def add_compare_options(self, parser: Any) -> None:
         """Let plugins add options to ``probe compare``."""
         self.pm.hook.probe_add_compare_options(parser=parser)

@@ -1,0 +1,152 @@
+"""Built-in commands: ``compare`` and ``plugins``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from probe.errors import InputError
+from probe.hookspecs import hookimpl
+from probe.model import Command
+
+COMPARE_EPILOG = """examples:
+  probe compare -tp target/step0/rank0/dump.json -gp golden/step0/rank0/dump.json -o out
+  probe compare -tp target/step0 -gp golden/step0 -o out --xlsx          # every rank
+  probe compare -tp target -gp golden -o out --format csv,json --jobs 4  # every step and rank
+  probe compare -tp t/dump.json -gp g/dump.json -fm -hl                  # fuzzy match, highlight
+  probe compare -tp t/dump.json -gp g/dump.json -dm mapping.yaml --fail-on error
+  probe compare -i compare.json -o out                                   # msProbe's input file
+"""
+
+
+def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``probe compare``, spelled as msProbe spells them."""
+    io = parser.add_argument_group("inputs and outputs")
+    io.add_argument("-tp", "--target_path", dest="target_path", metavar="TARGET",
+                    help="target (NPU) dump: dump.json/debug.json, a step dir with rank*/ or a dump root with step*/")
+    io.add_argument("-gp", "--golden_path", dest="golden_path", metavar="GOLDEN",
+                    help="golden (bench) dump of the same kind as the target")
+    io.add_argument("-i", "--input_path", dest="input_path", metavar="compare.json",
+                    help="msProbe's older input file with npu_path / bench_path / is_print_compare_log")
+    io.add_argument("-o", "--output_path", dest="output_path", nargs="?", const="./output", default="./output",
+                    metavar="DIR", help="output directory (default ./output)")
+    io.add_argument("--xlsx", action="store_true", help="write xlsx instead of CSV")
+    io.add_argument("--format", dest="format", metavar="FMT[,FMT]",
+                    help="report formats, comma separated (csv, xlsx, json, or a plugin's)")
+    io.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+                    help="parallel processes for ranks and tensor loading (default: CPU count)")
+    match = parser.add_argument_group("matching")
+    match.add_argument("-fm", "--fuzzy_match", action="store_true", default=None,
+                       help="match rows ignoring call indices")
+    match.add_argument("-dm", "--data_mapping", metavar="FILE", help="YAML of target row name: golden row name")
+    match.add_argument("-cm", "--cell_mapping", nargs="?", const=True, metavar="FILE",
+                       help="map Cell to Module, and module path/class fragments from a YAML file")
+    report = parser.add_argument_group("report")
+    report.add_argument("-hl", "--highlight", action="store_true", default=None,
+                        help="colour rows red/yellow (xlsx fills, Highlight column in CSV/JSON)")
+    report.add_argument("-s", "--stack_mode", action="store_true", default=None,
+                        help="accepted for compatibility: stack info is shown whenever stack.json exists")
+    report.add_argument("-c", "--compare_only", action="store_true", default=None,
+                        help="skip the advisor summary")
+    report.add_argument("-tensor_log", "--is_print_compare_log", dest="tensor_log", action="store_true",
+                        default=None, help="print one line per row with all metrics (tensor mode)")
+    report.add_argument("-da", "--diff_analyze", action="store_true", default=None,
+                        help="find the first diverging node")
+    report.add_argument("--metric-mode", dest="metric_mode", metavar="NAME",
+                        help="force a metric mode (statistics, tensor, md5, or a plugin's)")
+    report.add_argument("--fail-on", dest="fail_on", choices=("never", "warning", "error"), default="never",
+                        help="exit 1 when a row's Result is at least this bad (for CI gating)")
+    report.add_argument("-m", "--mode", dest="compare_mode", default=None, metavar="MODE",
+                        help="msProbe's compare mode: auto (default) or a plugin's (e.g. torchair)")
+
+
+_CORE_KEYS = {"target_path", "golden_path", "input_path", "output_path", "xlsx", "format", "jobs", "fail_on",
+              "command", "framework", "verbose", "quiet", "handler"}
+
+
+def request_from_args(args: argparse.Namespace, host: Any) -> Any:
+    """Build a :class:`CompareRequest` from parsed arguments (incl. ``-i compare.json``)."""
+    from probe.jobs import CompareRequest
+    from probe.jsonio import read_json
+
+    options = {k: v for k, v in vars(args).items() if k not in _CORE_KEYS}
+    target, golden = args.target_path, args.golden_path
+    if args.input_path:
+        doc = read_json(Path(args.input_path))
+        if not isinstance(doc, dict) or "npu_path" not in doc or "bench_path" not in doc:
+            raise InputError("must hold npu_path and bench_path", args.input_path)
+        target = target or doc["npu_path"]
+        golden = golden or doc["bench_path"]
+        if doc.get("is_print_compare_log"):
+            options["tensor_log"] = True
+    if not target or not golden:
+        raise InputError("give both -tp TARGET and -gp GOLDEN (or -i compare.json)")
+    formats = ["xlsx"] if args.xlsx else ["csv"]
+    if args.format:
+        formats = [f.strip().lower() for f in args.format.split(",") if f.strip()]
+    framework = args.framework
+    if not framework and options.get("compare_mode") not in (None, "auto"):
+        framework = options["compare_mode"]
+    if not framework:
+        framework = host.detect_framework(path=str(target)) or "pytorch"
+    jobs = args.jobs if args.jobs else (os.cpu_count() or 1)
+    return CompareRequest(
+        target=Path(target), golden=Path(golden), output_dir=Path(args.output_path),
+        framework=framework, formats=tuple(formats), jobs=max(1, jobs), options=options,
+    )
+
+
+def run_compare_command(args: argparse.Namespace, host: Any) -> int:
+    """``probe compare``: plan, run with progress, print the summary; returns the exit code."""
+    from probe.console import run_with_console
+
+    request = request_from_args(args, host)
+    return run_with_console(request, host, fail_on=args.fail_on)
+
+
+def add_plugins_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print as JSON")
+
+
+def run_plugins_command(args: argparse.Namespace, host: Any) -> int:
+    """``probe plugins``: every plugin with its distribution, version and hooks."""
+    infos = host.plugin_infos
+    if args.json:
+        print(json.dumps([info.__dict__ for info in infos], indent=2))
+        return 1 if host.broken_plugins() else 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="probe plugins")
+    for column in ("plugin", "distribution", "version", "hooks"):
+        table.add_column(column)
+    for info in infos:
+        hooks = f"[red]failed: {info.error}[/red]" if info.error else ", ".join(
+            h.removeprefix("probe_") for h in info.hooks
+        )
+        table.add_row(info.name, info.distribution, info.version, hooks)
+    Console(file=sys.stdout).print(table)
+    return 1 if host.broken_plugins() else 0
+
+
+@hookimpl(trylast=True)
+def probe_register_commands(register) -> None:
+    register.add("compare", Command(
+        name="compare",
+        help="compare a target dump with a golden dump",
+        description="Match every API/module of two dumps, compute precision metrics and write a report.",
+        add_arguments=add_compare_arguments,
+        run=run_compare_command,
+        epilog=COMPARE_EPILOG,
+    ))
+    register.add("plugins", Command(
+        name="plugins",
+        help="list discovered plugins, their versions and hooks",
+        add_arguments=add_plugins_arguments,
+        run=run_plugins_command,
+        epilog="examples:\n  probe plugins\n  probe plugins --json\n",
+    ))

@@ -1,0 +1,87 @@
+"""Built-in mappers: data mapping (``-dm FILE``) and cell mapping (``-cm [FILE]``)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from probe.errors import InputError
+from probe.hookspecs import hookimpl
+from probe.jsonio import read_yaml
+from probe.model import KeyMap, MatchContext, Row
+
+
+def read_name_mapping(path: str | Path, what: str) -> dict[str, str]:
+    """A YAML file of ``{name: name}`` pairs; one-line errors for anything else."""
+    doc = read_yaml(path)
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise InputError(f"{what} must be a mapping of name: name pairs", path)
+    mapping: dict[str, str] = {}
+    for key, value in doc.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise InputError(f"{what} entry {key!r} must map a name to a name", path)
+        mapping[key] = value
+    return mapping
+
+
+class DataMapper:
+    """``-dm FILE``: full row names of the target mapped to golden row names."""
+
+    name = "data_mapping"
+    priority = 30
+
+    def build(self, ctx: MatchContext) -> KeyMap | None:
+        path = ctx.options.get("data_mapping")
+        if not path:
+            return None
+        mapping = read_name_mapping(path, "data mapping")
+        return KeyMap(target_key=lambda row: mapping.get(row.name, row.name), left_join=True, renumber_target=False)
+
+
+_DIRECTION = re.compile(r"\.(forward|backward|parameters_grad)(\.|$)")
+
+
+def cell_key(name: str, mapping: dict[str, str]) -> str | None:
+    """Rewrite ``{module_path}.{Class}`` of a row name with ``mapping`` (``Cell`` -> ``Module``)."""
+    if not _DIRECTION.search(name):
+        return None
+    name = name.replace("Cell", "Module", 1)
+    first_dot = name.find(".")
+    match = _DIRECTION.search(name)
+    if first_dot < 0 or match is None:
+        return name
+    fragment = name[first_dot + 1 : match.start()]
+    if fragment in mapping:
+        fragment = mapping[fragment]
+    else:
+        for key, value in mapping.items():
+            if key in fragment:
+                fragment = fragment.replace(key, value, 1)
+    return name[: first_dot + 1] + fragment + name[match.start():]
+
+
+class CellMapper:
+    """``-cm [FILE]``: module path/class fragments (and ``Cell`` -> ``Module``)."""
+
+    name = "cell_mapping"
+    priority = 20
+
+    def build(self, ctx: MatchContext) -> KeyMap | None:
+        option = ctx.options.get("cell_mapping")
+        if not option:
+            return None
+        mapping = read_name_mapping(option, "cell mapping") if isinstance(option, str) else {}
+
+        def target_key(row: Row) -> str:
+            key = cell_key(row.name, mapping)
+            return key if key is not None else "N/A"
+
+        return KeyMap(target_key=target_key, renumber_target=False)
+
+
+@hookimpl(trylast=True)
+def probe_register_mappers(register) -> None:
+    register.add(CellMapper.name, CellMapper())
+    register.add(DataMapper.name, DataMapper())

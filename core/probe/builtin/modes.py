@@ -1,0 +1,29 @@
+"""Built-in metric modes and the ``.npy`` tensor loader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from probe.hookspecs import hookimpl
+from probe.modes.md5 import Md5Mode
+from probe.modes.statistics import StatisticsMode
+from probe.modes.tensor import TensorMode
+
+
+def load_npy(path: Path) -> np.ndarray:
+    """Load a ``.npy`` file without unpickling."""
+    return np.load(path, allow_pickle=False)
+
+
+@hookimpl(trylast=True)
+def probe_register_modes(register) -> None:
+    register.add("statistics", StatisticsMode())
+    register.add("tensor", TensorMode())
+    register.add("md5", Md5Mode())
+
+
+@hookimpl(trylast=True)
+def probe_register_tensor_loaders(register) -> None:
+    register.add(".npy", load_npy)

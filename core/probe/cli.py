@@ -1,0 +1,90 @@
+"""The ``probe`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from probe import __version__
+from probe.errors import ProbeError
+
+MAIN_EPILOG = """examples:
+  probe compare -tp target/dump.json -gp golden/dump.json -o out
+  probe --framework mindspore compare -tp ms_dump/step0 -gp pt_dump/step0 -am -o out
+  probe plugins
+Run 'probe COMMAND --help' for the options of a command.
+"""
+
+
+class _OneLineFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return f"probe: {record.levelname.lower()}: {record.getMessage()}"
+
+
+def _setup_logging(verbose: int, quiet: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLineFormatter())
+    log = logging.getLogger("probe")
+    log.handlers[:] = [handler]
+    log.propagate = False
+    log.setLevel(logging.ERROR if quiet else (logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING))
+
+
+def build_parser(host) -> argparse.ArgumentParser:
+    """The top-level parser with one sub-parser per registered command."""
+    parser = argparse.ArgumentParser(
+        prog="probe",
+        description="Compare two neural-network dumps and find the operator that went wrong.",
+        epilog=MAIN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    parser.add_argument("--version", action="version", version=f"probe {__version__}")
+    parser.add_argument("--framework", help="framework of the dumps (default: read from dump.json)")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
+    parser.add_argument("-q", "--quiet", action="store_true", help="errors only")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for command in host.commands.values():
+        cmd_parser = sub.add_parser(
+            command.name, aliases=list(command.aliases), help=command.help,
+            description=command.description or command.help, epilog=command.epilog,
+            formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
+        )
+        command.add_arguments(cmd_parser)
+        if command.name == "compare":
+            host.add_compare_options(parser=cmd_parser)
+        cmd_parser.set_defaults(handler=command)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``probe`` command; returns the exit code."""
+    from probe.plugins import Host
+
+    try:
+        host = Host()
+        parser = build_parser(host)
+    except ProbeError as exc:
+        print(f"probe: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    args = parser.parse_args(argv)
+    _setup_logging(args.verbose, args.quiet)
+    for info in host.broken_plugins():
+        print(f"probe: warning: plugin {info.name} ({info.distribution} {info.version}) failed to load: {info.error}",
+              file=sys.stderr)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.handler.run(args, host)
+    except ProbeError as exc:
+        print(f"probe: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("probe: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

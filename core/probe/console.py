@@ -1,0 +1,105 @@
+"""Terminal front-end of a compare: progress bars, the summary table, the exit code."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from probe.errors import InputError
+from probe.jobs import CompareRequest
+from probe.model import Summary
+from probe.pipeline import JobOutcome, run_compare
+
+err_console = Console(file=sys.stderr)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err_console, transient=True, disable=not err_console.is_terminal,
+    )
+
+
+def run_with_console(request: CompareRequest, host: Any, fail_on: str = "never") -> int:
+    """Run a compare with a progress bar, print the summary, return the exit code."""
+    tensor_log = bool(request.options.get("tensor_log"))
+    analyzers = [a for a in host.analyzers.values() if a.enabled(request)]
+    keep = tensor_log or bool(analyzers)
+    with _progress() as progress:
+        jobs_task = progress.add_task("jobs", total=None)
+
+        def factory(label: str, total: int) -> Callable[[int], None]:
+            task = progress.add_task(label.strip() or "compare", total=total)
+            return lambda n: progress.advance(task, n)
+
+        def done(outcome: JobOutcome) -> None:
+            progress.advance(jobs_task, 1)
+
+        outcomes, jobs = run_compare(request, host, keep=keep, progress=factory, on_outcome=done)
+    if tensor_log:
+        print_tensor_log(outcomes)
+    results = [o.result for o in outcomes if o.result is not None]
+    for analyzer in analyzers:
+        analyzer.analyze(request, results)
+    return report(outcomes, request, fail_on)
+
+
+def print_tensor_log(outcomes: list[JobOutcome]) -> None:
+    """One line per row: name, every metric and the messages (``-tensor_log``)."""
+    for outcome in outcomes:
+        result = outcome.result
+        if result is None or result.mode.name != "tensor":
+            continue
+        names = result.columns[8:14]
+        for record in result.records:
+            metrics = ", ".join(f"{n} {v}" for n, v in zip(names, record.metrics))
+            print(f"[{record.name}] Compare result: {metrics}, {' '.join(record.notes + record.messages)}")
+
+
+def report(outcomes: list[JobOutcome], request: CompareRequest, fail_on: str) -> int:
+    """Print the summary table and errors; return 0, 1 (gated by ``fail_on``) or 2 (bad input)."""
+    total = Summary()
+    files = []
+    problems: list[str] = []
+    failed = [o for o in outcomes if o.error]
+    for outcome in outcomes:
+        total.add(outcome.summary)
+        problems.extend(outcome.problems)
+    for outcome in outcomes:
+        files.extend(outcome.summary.files)
+    out = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    if total.rows:
+        table = Table(title="probe compare", show_header=True)
+        for column in ("rows", "pass", "warning", "error", "unmatched", "golden only"):
+            table.add_column(column, justify="right")
+        table.add_row(
+            str(total.rows), str(total.passed), f"[yellow]{total.warnings}[/yellow]",
+            f"[red]{total.errors}[/red]", str(total.unmatched), str(total.golden_only),
+        )
+        out.print(table)
+        if total.first_error:
+            out.print(f"first error: [bold]{total.first_error}[/bold]")
+        for path in files:
+            out.print(f"report: {path}")
+    for outcome in failed:
+        err_console.print(f"probe: error: {outcome.label}: {outcome.error}", highlight=False, soft_wrap=True)
+    if problems:
+        err_console.print(
+            f"probe: error: {len(problems)} tensor file(s) could not be read; first: {problems[0]}",
+            highlight=False, soft_wrap=True,
+        )
+    if failed or problems:
+        return max([o.exit_code for o in failed] + [InputError.exit_code if problems else 0])
+    if not total.rows:
+        err_console.print("probe: error: nothing was compared (no rows in the dumps)", highlight=False)
+        return InputError.exit_code
+    if fail_on == "error" and total.errors:
+        return 1
+    if fail_on == "warning" and (total.errors or total.warnings):
+        return 1
+    return 0

@@ -1,0 +1,93 @@
+"""Optional red/yellow highlighting (``-hl``), after msProbe's documented legacy rules."""
+
+from __future__ import annotations
+
+import math
+from itertools import groupby
+from typing import Any
+
+from probe.modes.common import is_nan_or_inf, is_output
+from probe.result import CompareResult, RowResult
+
+HIGHLIGHT = "Highlight"
+RED, YELLOW = "red", "yellow"
+EPS32 = 1.1920928955078125e-07
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _max_diff(row: RowResult, tensor: bool) -> float | None:
+    return _num(row.metrics[2] if tensor else row.metrics[0]) if row.metrics else None
+
+
+def _mark(row: RowResult, colour: str, reason: str) -> None:
+    current = row.extra.get(HIGHLIGHT, "")
+    if current != RED:
+        row.extra[HIGHLIGHT] = colour
+    row.notes.append(reason)
+
+
+def apply_highlight(result: CompareResult) -> None:
+    """Colour rows red or yellow and add the ``Highlight`` column to the result."""
+    tensor = result.mode.name == "tensor"
+    if result.mode.name not in ("tensor", "statistics"):
+        return
+    for record in result.records:
+        t, g = record.pair.target, record.pair.golden
+        if g is None:
+            continue
+        if is_nan_or_inf(t.stats[0]) or is_nan_or_inf(t.stats[1]):
+            _mark(record, RED, "maximum or minimum is nan, -inf, or inf")
+            continue
+        diff = _max_diff(record, tensor)
+        if diff is not None and abs(diff) > 1e10:
+            _mark(record, RED, "maximum absolute error exceeds 1e+10")
+    for _, group_iter in groupby(result.records, key=lambda r: r.pair.target.entry):
+        group = [r for r in group_iter if r.pair.golden is not None and _comparable(r, tensor)]
+        inputs = [r for r in group if not is_output(r.pair.target)]
+        for out in (r for r in group if is_output(r.pair.target)):
+            _check_output(out, inputs, tensor)
+    result.extra_columns = tuple(result.extra_columns) + (HIGHLIGHT,)
+
+
+def _comparable(row: RowResult, tensor: bool) -> bool:
+    g = row.pair.golden
+    return _num(row.pair.target.stats[0]) is not None and _num(g.stats[0]) is not None and _max_diff(row, tensor) is not None
+
+
+def _check_output(out: RowResult, inputs: list[RowResult], tensor: bool) -> None:
+    out_diff = abs(_max_diff(out, tensor) or 0.0)
+    if not tensor:
+        bench_max = _num(out.pair.golden.stats[0]) or 0.0
+        if abs(out_diff / max(EPS32, bench_max)) > 0.5:
+            _mark(out, RED, "maximum relative error exceeds 0.5")
+            return
+    for inp in inputs:
+        in_diff = abs(_max_diff(inp, tensor) or 0.0)
+        if tensor:
+            in_ratio, out_ratio = _num(inp.metrics[4]), _num(out.metrics[4])
+            if in_ratio is not None and out_ratio is not None:
+                if in_ratio > 0.9 and out_ratio < 0.6:
+                    _mark(out, RED, "The input/parameters's one thousandth err ratio exceeds 0.9, while the output's is below 0.6")
+                    return
+                if in_ratio - out_ratio > 0.1:
+                    _mark(out, YELLOW, "The output's one thousandth err ratio decreases by more than 0.1 with respect to the input/parameters's")
+            in_cos, out_cos = _num(inp.metrics[0]), _num(out.metrics[0])
+            if in_cos is not None and out_cos is not None and in_cos - out_cos > 0.1:
+                _mark(out, YELLOW, "The output's cosine decreases by more than 0.1 with respect to the input/parameters's")
+        else:
+            in_max = _num(inp.pair.golden.stats[0]) or 0.0
+            out_rel = abs(out_diff / max(EPS32, _num(out.pair.golden.stats[0]) or 0.0))
+            in_rel = abs(in_diff / max(EPS32, in_max))
+            if out_rel > 0.1 and in_rel < 0.01:
+                _mark(out, YELLOW, "The output's maximum relative error exceeds 0.1, while the input/parameters's is below 0.01")
+        if out_diff >= in_diff and in_diff >= 1 and out_diff >= 1 and math.log10(out_diff) - math.log10(in_diff) >= 1:
+            _mark(out, YELLOW, "maximum absolute error of both input/parameters and output exceed 1, with the output larger by an order of magnitude")

@@ -1,0 +1,1 @@
+"""Built-in metric modes: statistics, tensor (real data) and md5."""

@@ -1,0 +1,136 @@
+"""Pieces shared by the metric modes: common columns, value display, rule helpers."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from probe.model import NA, Row
+from probe.result import RowResult
+
+COMMON_COLUMNS = [
+    "NPU Name",
+    "Bench Name",
+    "NPU Dtype",
+    "Bench Dtype",
+    "NPU Tensor Shape",
+    "Bench Tensor Shape",
+    "NPU Requires_grad",
+    "Bench Requires_grad",
+]
+STAT_COLUMNS = [
+    "NPU max",
+    "NPU min",
+    "NPU mean",
+    "NPU l2norm",
+    "Bench max",
+    "Bench min",
+    "Bench mean",
+    "Bench l2norm",
+]
+TAIL_COLUMNS = ["Requires_grad Consistent", "Result", "Err_message"]
+STACK_COLUMN = "NPU_Stack_Info"
+
+# APIs whose rows are never judged, and APIs judged on outputs only (no cross-row rules).
+SKIP_ALL_APIS = frozenset(
+    {"empty", "empty_like", "numpy", "to", "__setitem__", "empty_with_format",
+     "new_empty_strided", "new_empty", "empty_strided"}
+)
+OUTPUT_ONLY_APIS = frozenset({"_reduce_scatter_base", "_all_gather_base", "all_to_all_single", "batch_isend_irecv"})
+
+MSG_NAN_INF = "error: There is nan/inf/-inf in the maximum or minimum value of NPU."
+MSG_REQUIRES_GRAD = "error: The Required_Grad of NPU and Bench are inconsistent"
+MSG_SCALAR = "error: The scalar parameters of NPU and Bench are inconsistent."
+MSG_DTYPE = "error: The dtype of NPU and Bench are inconsistent."
+MSG_SHAPE = "error: The shape of NPU and Bench are inconsistent."
+MSG_UNMATCHED = "No bench data matched."
+
+
+def display_stat(value: Any) -> Any:
+    """A Max/Min/Mean/Norm value as the reports show it (``None``, ``Nan``, numbers, text)."""
+    if value is None:
+        return "None"
+    if isinstance(value, float) and math.isnan(value):
+        return "Nan"
+    return value
+
+
+def common_cells(row: RowResult) -> list[Any]:
+    """The first eight cells of every report row."""
+    t, g = row.pair.target, row.pair.golden
+    if g is None:
+        return [t.name, NA, t.dtype, NA, t.shape, NA, t.requires_grad, NA]
+    return [t.name, g.name, t.dtype, g.dtype, t.shape, g.shape, t.requires_grad, g.requires_grad]
+
+
+def stat_cells(row: RowResult) -> list[Any]:
+    """NPU max ... Bench l2norm."""
+    t, g = row.pair.target, row.pair.golden
+    cells = [display_stat(v) for v in t.stats]
+    if g is None:
+        cells.extend([NA] * 4)
+    else:
+        cells.extend(display_stat(v) for v in g.stats)
+    return cells
+
+
+def requires_grad_consistent(row: RowResult) -> bool:
+    """String equality of the two Requires_grad cells (False when unmatched)."""
+    g = row.pair.golden
+    return g is not None and row.pair.target.requires_grad == g.requires_grad
+
+
+def err_message(row: RowResult) -> str:
+    """Err_message cell: JSON list of rule messages followed by notes."""
+    return json.dumps(row.messages + row.notes, ensure_ascii=False)
+
+
+def stack_cell(row: RowResult, stack: dict[str, list[str]] | None, first_of_entry: bool) -> Any:
+    """The stack of the row's entry on the entry's first row, ``N/A`` elsewhere."""
+    if not first_of_entry or stack is None:
+        return NA
+    lines = stack.get(row.pair.target.entry)
+    return str(lines) if lines is not None else NA
+
+
+def api_name(entry: str) -> str:
+    """Second dot-component of an entry name (the API for ``Functional.relu.0.forward``)."""
+    parts = entry.split(".")
+    return parts[1] if len(parts) > 1 else entry
+
+
+def is_nan_or_inf(value: Any) -> bool:
+    """Whether a statistic is NaN or +/-inf (as float or as text)."""
+    if isinstance(value, bool) or value is None:
+        return False
+    if isinstance(value, (int, float)):
+        return math.isnan(value) or math.isinf(value)
+    if isinstance(value, str):
+        return value.strip().lower() in ("nan", "inf", "+inf", "-inf")
+    return False
+
+
+def is_output(row: Row) -> bool:
+    """Output rows are those flattened from an entry's ``output`` section."""
+    return row.state == "output"
+
+
+def same_dtype(target: str, golden: str) -> bool:
+    """Whether two dtype strings name the same dtype (framework spellings allowed)."""
+    return canonical_dtype(target) == canonical_dtype(golden)
+
+
+_MS_DTYPES = {
+    "Float16": "float16", "Float32": "float32", "Float64": "float64", "BFloat16": "bfloat16",
+    "Int8": "int8", "Int16": "int16", "Int32": "int32", "Int64": "int64",
+    "UInt8": "uint8", "UInt16": "uint16", "UInt32": "uint32", "UInt64": "uint64",
+    "Bool": "bool", "Complex64": "complex64", "Complex128": "complex128",
+}
+
+
+def canonical_dtype(dtype: str) -> str:
+    """``torch.float32``, ``Float32`` and ``float32`` all become ``float32``."""
+    if dtype.startswith("torch."):
+        return dtype[6:]
+    return _MS_DTYPES.get(dtype, dtype)

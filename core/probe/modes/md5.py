@@ -1,0 +1,63 @@
+"""md5 mode: CRC-32 (or 64-bit xor) checksums recorded by the dumper, equal or not."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from probe.model import ERROR, NA, WARNING, FlatDump, ModeContext, Pair
+from probe.modes import common
+from probe.result import RowResult
+
+METRIC_COLUMNS = ["NPU MD5", "BENCH MD5"]
+MSG_PARAMETER = "warning: The parameter of NPU does not match the bench."
+MSG_CRC = "error: The CRC-32 value of NPU differs from that of the bench."
+_MISSING = (NA, "Nan", "", None)
+
+
+def _md5(row) -> str:
+    return row.md5 if row.md5 is not None else NA
+
+
+class Md5Mode:
+    """Exact comparison of checksums."""
+
+    name = "md5"
+
+    def accepts(self, target: FlatDump, golden: FlatDump) -> bool:
+        return target.info.task == "statistics" and target.has_md5
+
+    def columns(self, with_stack: bool, extra_metrics: Sequence[str]) -> list[str]:
+        cols = common.COMMON_COLUMNS + METRIC_COLUMNS + common.TAIL_COLUMNS
+        return cols + [common.STACK_COLUMN] if with_stack else cols
+
+    def compute(self, pairs: Sequence[Pair], ctx: ModeContext) -> list[RowResult]:
+        results = [
+            RowResult(pair, (_md5(pair.target), _md5(pair.golden) if pair.golden is not None else NA))
+            for pair in pairs
+        ]
+        if ctx.progress:
+            ctx.progress(len(pairs))
+        return results
+
+    def judge(self, group: list[RowResult]) -> None:
+        for r in group:
+            if r.pair.golden is None:
+                r.notes.append(common.MSG_UNMATCHED)
+                continue
+            npu, bench = r.metrics
+            if npu != bench:
+                if npu in _MISSING or bench in _MISSING:
+                    r.raise_to(WARNING, MSG_PARAMETER)
+                else:
+                    r.raise_to(ERROR, MSG_CRC)
+
+    def render(self, row: RowResult, with_stack: bool) -> list[Any]:
+        cells = common.common_cells(row)
+        cells.extend(row.metrics)
+        cells.append(common.requires_grad_consistent(row))
+        cells.append(row.verdict)
+        cells.append(common.err_message(row))
+        if with_stack:
+            cells.append(row.extra.get("stack", NA))
+        return cells

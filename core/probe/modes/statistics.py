@@ -1,0 +1,211 @@
+"""Statistics mode: differences of Max/Min/Mean/Norm from dump.json, msProbe's rules."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from probe.model import ERROR, NA, WARNING, FlatDump, ModeContext, Pair
+from probe.modes import common
+from probe.result import RowResult
+
+METRIC_COLUMNS = [
+    "Max diff",
+    "Min diff",
+    "Mean diff",
+    "L2norm diff",
+    "MaxRelativeErr",
+    "MinRelativeErr",
+    "MeanRelativeErr",
+    "NormRelativeErr",
+]
+NORM_REL_INDEX = 7
+
+MSG_NORM_OUTPUT = "error: The NormRelativeErr of output is greater than 0.5."
+MSG_NORM_RATIO = "warning: The norm relative error of output is 10 times that of input."
+
+NUM, NAN, INF, NEG_INF, DEVICE, NA_KIND, OTHER = range(7)
+
+# result of a non-numeric pair, by (npu kind, bench kind); absent pairs give N/A
+_SPECIAL = {
+    (NUM, NAN): "Nan", (NUM, INF): "-inf", (NUM, NEG_INF): "inf",
+    (NAN, NUM): "Nan", (NAN, INF): "Nan", (NAN, NEG_INF): "Nan",
+    (INF, NUM): "inf", (INF, NAN): "Nan", (INF, NEG_INF): "inf",
+    (NEG_INF, NUM): "-inf", (NEG_INF, NAN): "Nan", (NEG_INF, INF): "-inf",
+}
+
+
+def classify(value: Any) -> int:
+    """The kind of a statistic for the difference table (number, nan, inf, device text...)."""
+    if isinstance(value, bool) or value is None:
+        return OTHER
+    if isinstance(value, (int, float)):
+        if math.isnan(value):
+            return NAN
+        if math.isinf(value):
+            return INF if value > 0 else NEG_INF
+        return NUM
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text == "nan":
+            return NAN
+        if text in ("inf", "+inf"):
+            return INF
+        if text == "-inf":
+            return NEG_INF
+        if text not in ("true", "false"):
+            try:
+                float(text)
+                return NUM
+            except ValueError:
+                pass
+        if "npu" in text or "cpu" in text or "cuda" in text:
+            return DEVICE
+        if value == NA:
+            return NA_KIND
+    return OTHER
+
+
+def stat_difference(npu: Any, bench: Any) -> tuple[str, str]:
+    """``(diff, relative error)`` of one statistic, as msProbe writes them."""
+    if str(npu) == str(bench):
+        return "0", "0"
+    kn, kb = classify(npu), classify(bench)
+    if kn == NUM and kb == NUM:
+        n, b = float(npu), float(bench)
+        diff = n - b
+        if b == 0:
+            return str(diff), "inf"
+        return str(diff), f"{abs(diff / b * 100)}%"
+    if kn == NA_KIND or kb == NA_KIND:
+        return NA, NA
+    if kn == DEVICE and kb == DEVICE:
+        return NA, NA
+    if kn in (DEVICE, OTHER) or kb in (DEVICE, OTHER):
+        return "Diff", "Diff"
+    value = _SPECIAL.get((kn, kb), NA)
+    return value, value
+
+
+def relative_fraction(text: Any, inf_counts: bool) -> float:
+    """A relative-error cell as a fraction: ``"25.0%"`` -> 0.25; ``inf`` -> inf if asked; else 0."""
+    if isinstance(text, str):
+        if text.endswith("%"):
+            try:
+                return abs(float(text[:-1])) / 100
+            except ValueError:
+                return 0.0
+        if inf_counts and text in ("inf", "-inf"):
+            return math.inf
+    return 0.0
+
+
+class StatisticsMode:
+    """Compare the Max/Min/Mean/Norm statistics recorded in dump.json."""
+
+    name = "statistics"
+
+    def accepts(self, target: FlatDump, golden: FlatDump) -> bool:
+        return target.info.task == "statistics" and not target.has_md5
+
+    def columns(self, with_stack: bool, extra_metrics: Sequence[str]) -> list[str]:
+        cols = common.COMMON_COLUMNS + METRIC_COLUMNS + common.STAT_COLUMNS + common.TAIL_COLUMNS
+        return cols + [common.STACK_COLUMN] if with_stack else cols
+
+    def compute(self, pairs: Sequence[Pair], ctx: ModeContext) -> list[RowResult]:
+        results = []
+        for pair in pairs:
+            g = pair.golden
+            if g is None:
+                results.append(RowResult(pair, (NA,) * 8))
+                continue
+            diffs = []
+            rels = []
+            for n, b in zip(pair.target.stats, g.stats):
+                d, r = stat_difference(n, b)
+                diffs.append(d)
+                rels.append(r)
+            results.append(RowResult(pair, tuple(diffs + rels)))
+        if ctx.progress:
+            ctx.progress(len(pairs))
+        return results
+
+    def judge(self, group: list[RowResult]) -> None:
+        judge_group(group, self._cross_rules)
+
+    @staticmethod
+    def _cross_rules(inputs: list[RowResult], outputs: list[RowResult]) -> tuple[list, list]:
+        norm_in = max((relative_fraction(r.metrics[NORM_REL_INDEX], False) for r in inputs), default=0.0)
+        early: list[tuple[RowResult, str, str]] = []
+        if norm_in < 0.1:
+            for r in outputs:
+                if relative_fraction(r.metrics[NORM_REL_INDEX], True) > 0.5:
+                    early.append((r, ERROR, MSG_NORM_OUTPUT))
+        late: list[tuple[RowResult, str, str]] = []
+        if outputs:
+            norms = [relative_fraction(r.metrics[NORM_REL_INDEX], False) for r in outputs]
+            norm_out = max(norms)
+            if (norm_in == 0 and norm_out > 0.1) or (norm_in > 0 and norm_out / norm_in > 10):
+                worst = outputs[norms.index(norm_out)]
+                late.append((worst, WARNING, MSG_NORM_RATIO))
+        return early, late
+
+    def render(self, row: RowResult, with_stack: bool) -> list[Any]:
+        cells = common.common_cells(row)
+        cells.extend(row.metrics)
+        cells.extend(common.stat_cells(row))
+        cells.append(common.requires_grad_consistent(row))
+        cells.append(row.verdict)
+        cells.append(common.err_message(row))
+        if with_stack:
+            cells.append(row.extra.get("stack", NA))
+        return cells
+
+
+def judge_group(group: list[RowResult], cross_rules) -> None:
+    """Apply the shared rules to the rows of one entry.
+
+    Order of messages on a row: nan/inf (1), the mode's early cross rule (2), requires_grad
+    (3), scalar value (4), dtype (5), shape (6), the mode's late cross rule (7). Cross-rule
+    hits land on the output row that caused them.
+    """
+    if not group:
+        return
+    api = common.api_name(group[0].pair.target.entry)
+    if api in common.SKIP_ALL_APIS:
+        return
+    output_only = api in common.OUTPUT_ONLY_APIS
+    matched = [r for r in group if r.pair.golden is not None]
+    for r in group:
+        if r.pair.golden is None:
+            r.notes.append(common.MSG_UNMATCHED)
+    checked = [r for r in matched if not output_only or common.is_output(r.pair.target)]
+    inputs = [r for r in matched if not common.is_output(r.pair.target)]
+    outputs = [r for r in matched if common.is_output(r.pair.target)]
+    for r in checked:
+        t, g = r.pair.target, r.pair.golden
+        if not (common.is_nan_or_inf(g.stats[0]) or common.is_nan_or_inf(g.stats[1])):
+            if common.is_nan_or_inf(t.stats[0]) or common.is_nan_or_inf(t.stats[1]):
+                r.raise_to(ERROR, common.MSG_NAN_INF)
+    early, late = ([], []) if output_only else cross_rules(inputs, outputs)
+    for r, verdict, message in early:
+        r.raise_to(verdict, message)
+    for r in checked:
+        t, g = r.pair.target, r.pair.golden
+        if t.requires_grad != NA and g.requires_grad != NA and t.requires_grad != g.requires_grad:
+            r.raise_to(ERROR, common.MSG_REQUIRES_GRAD)
+        if (
+            not common.is_output(t)
+            and "class" in t.dtype
+            and "class" in g.dtype
+            and t.shape == "[]"
+            and t.stats[0] != g.stats[0]
+        ):
+            r.raise_to(ERROR, common.MSG_SCALAR)
+        if not common.same_dtype(t.dtype, g.dtype) and "qkv" not in g.name and "gate_up" not in g.name:
+            r.raise_to(ERROR, common.MSG_DTYPE)
+        if t.shape != g.shape:
+            r.raise_to(ERROR, common.MSG_SHAPE)
+    for r, verdict, message in late:
+        r.raise_to(verdict, message)

@@ -1,0 +1,227 @@
+"""Tensor (real data) mode: load both tensor files of every pair and compute metrics."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from probe.errors import InputError
+from probe.model import ERROR, NA, WARNING, FlatDump, ModeContext, Pair
+from probe.modes import common
+from probe.modes.statistics import judge_group
+from probe.modes.tensor_metrics import METRIC_NAMES, UNSUPPORTED, compare_arrays
+from probe.result import RowResult
+
+MSG_NO_NPU_FILE = "NPU does not have data file."
+MSG_NO_BENCH_FILE = "Bench does not have data file."
+MSG_ONE_THOUSANDTH = "error: The input/parameters of One Thousandth Err Ratio > 0.9 while the output < 0.1."
+MSG_COSINE = "warning: The input/parameters of Cosine > 0.9, and input/parameters - output > 0.1"
+ACCURACY_COLUMN = "Accuracy Reached or Not"
+COSINE, MAX_ABS, ONE_K = 0, 2, 4
+CHUNK = 64
+
+
+def resolve_tensor_file(tensor_dir: Path, data_name: str) -> Path:
+    """``tensor_dir / data_name``, refusing names that lead out of ``tensor_dir``."""
+    candidate = (tensor_dir / data_name).resolve()
+    root = tensor_dir.resolve()
+    if os.path.isabs(data_name) or root not in candidate.parents:
+        raise InputError(f"data_name {data_name!r} points outside its dump directory", tensor_dir)
+    return candidate
+
+
+def load_tensor(path: Path, loaders: Any) -> np.ndarray:
+    """Load one tensor file with the loader registered for its suffix, then squeeze it."""
+    loader = loaders.find(path.suffix)
+    if loader is None:
+        raise InputError(f"no tensor loader for {path.suffix!r} files (is the framework plugin installed?)", path)
+    if not path.is_file():
+        raise InputError("tensor file does not exist", path)
+    try:
+        array = loader(path)
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any loader failure is a problem of this file
+        raise InputError(f"cannot be loaded as a tensor ({type(exc).__name__}: {exc})", path) from None
+    return np.squeeze(np.asarray(array))
+
+
+def _compute_one(task: tuple[str | None, str | None], loaders: Any, extra: Sequence[Any]) -> tuple[tuple, list[str], str | None]:
+    """Metrics for one (npu file, bench file) task; a third element names an input problem."""
+    npu_file, bench_file = task
+    try:
+        n = load_tensor(Path(npu_file), loaders)
+        b = load_tensor(Path(bench_file), loaders)
+    except InputError as exc:
+        return (UNSUPPORTED,) * (6 + len(extra)), [str(exc)], str(exc)
+    metrics, messages = compare_arrays(n, b)
+    extra_values = []
+    for metric in extra:
+        if n.shape != b.shape or n.size == 0:
+            extra_values.append(UNSUPPORTED)
+            continue
+        try:
+            extra_values.append(metric(n, b))
+        except Exception:  # noqa: BLE001 - a custom metric failure only affects its cell
+            extra_values.append(UNSUPPORTED)
+    return tuple(metrics) + tuple(extra_values), messages, None
+
+
+def _compute_chunk(tasks: list[tuple[str | None, str | None]], extra_names: tuple[str, ...]) -> list:
+    from probe.plugins import default_host
+
+    host = default_host()
+    extra = [host.tensor_metrics.get(name) for name in extra_names]
+    return [_compute_one(task, host.tensor_loaders, extra) for task in tasks]
+
+
+class TensorMode:
+    """Compare real tensor data saved next to dump.json (``.pt``, ``.npy``...)."""
+
+    name = "tensor"
+
+    def accepts(self, target: FlatDump, golden: FlatDump) -> bool:
+        return target.info.task == "tensor"
+
+    def columns(self, with_stack: bool, extra_metrics: Sequence[str]) -> list[str]:
+        cols = common.COMMON_COLUMNS + list(METRIC_NAMES) + list(extra_metrics)
+        cols += common.STAT_COLUMNS + common.TAIL_COLUMNS
+        if with_stack:
+            cols.append(common.STACK_COLUMN)
+        return cols + ["Data_name", ACCURACY_COLUMN]
+
+    def _task(self, pair: Pair, ctx: ModeContext) -> tuple[Any, ...] | str:
+        """Files to compare, or the reason the pair cannot be compared."""
+        t, g = pair.target, pair.golden
+        if g is None:
+            return common.MSG_UNMATCHED
+        if t.data_name == "-1":
+            return MSG_NO_NPU_FILE
+        if g.data_name == "-1":
+            return MSG_NO_BENCH_FILE
+        try:
+            npu = resolve_tensor_file(ctx.target.info.tensor_dir, t.data_name)
+            bench = resolve_tensor_file(ctx.golden.info.tensor_dir, g.data_name)
+        except InputError as exc:
+            return str(exc)
+        return (str(npu), str(bench))
+
+    def compute(self, pairs: Sequence[Pair], ctx: ModeContext) -> list[RowResult]:
+        width = 6 + len(ctx.extra_metrics)
+        results: list[RowResult] = []
+        tasks: list[tuple[int, tuple[str, str]]] = []
+        for index, pair in enumerate(pairs):
+            task = self._task(pair, ctx)
+            if isinstance(task, str):
+                record = RowResult(pair, (UNSUPPORTED,) * width)
+                if task != common.MSG_UNMATCHED:
+                    record.notes.append(task)
+                    if "points outside" in task:
+                        record.extra["problem"] = task
+                results.append(record)
+            else:
+                results.append(RowResult(pair, ()))
+                tasks.append((index, task))
+        if ctx.progress and len(pairs) > len(tasks):
+            ctx.progress(len(pairs) - len(tasks))
+        outcomes = self._run_tasks([task for _, task in tasks], ctx)
+        for (index, _), (metrics, messages, problem) in zip(tasks, outcomes):
+            record = results[index]
+            record.metrics = metrics
+            record.notes.extend(messages)
+            if record.pair.fuzzy:
+                record.notes.append("Fuzzy matching data, the comparison accuracy may be affected.")
+            if problem:
+                record.extra["problem"] = problem
+        return results
+
+    def _run_tasks(self, tasks: list[tuple[str, str]], ctx: ModeContext) -> list:
+        names = tuple(m.column for m in ctx.extra_metrics)
+        if ctx.jobs <= 1 or len(tasks) < 2 * CHUNK:
+            host = ctx.host
+            from probe.plugins import default_host
+
+            host = host or default_host()
+            extra = list(ctx.extra_metrics)
+            out = []
+            for task in tasks:
+                out.append(_compute_one(task, host.tensor_loaders, extra))
+                if ctx.progress:
+                    ctx.progress(1)
+            return out
+        chunks = [tasks[i : i + CHUNK] for i in range(0, len(tasks), CHUNK)]
+        out = []
+        with ProcessPoolExecutor(max_workers=ctx.jobs) as pool:
+            for chunk_result in pool.map(_compute_chunk, chunks, [names] * len(chunks)):
+                out.extend(chunk_result)
+                if ctx.progress:
+                    ctx.progress(len(chunk_result))
+        return out
+
+    def judge(self, group: list[RowResult]) -> None:
+        judge_group(group, _cross_rules)
+        for r in group:
+            r.extra[ACCURACY_COLUMN] = accuracy_reached(r)
+
+    def render(self, row: RowResult, with_stack: bool) -> list[Any]:
+        cells = common.common_cells(row)
+        cells.extend(row.metrics)
+        cells.extend(common.stat_cells(row))
+        cells.append(common.requires_grad_consistent(row))
+        cells.append(row.verdict)
+        cells.append(common.err_message(row))
+        if with_stack:
+            cells.append(row.extra.get("stack", NA))
+        t, g = row.pair.target, row.pair.golden
+        cells.append(str([t.data_name, NA if g is None else g.data_name]))
+        cells.append(row.extra.get(ACCURACY_COLUMN, ""))
+        return cells
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _min_metric(rows: list[RowResult], index: int) -> tuple[float, RowResult | None]:
+    best, owner = 1.0, None
+    for r in rows:
+        value = _number(r.metrics[index]) if len(r.metrics) > index else None
+        if value is not None and (owner is None or value < best):
+            best, owner = value, r
+    return best, owner
+
+
+def _cross_rules(inputs: list[RowResult], outputs: list[RowResult]) -> tuple[list, list]:
+    early, late = [], []
+    in_ratio, _ = _min_metric(inputs, ONE_K)
+    out_ratio, worst = _min_metric(outputs, ONE_K)
+    if in_ratio > 0.9 and out_ratio < 0.1 and worst is not None:
+        early.append((worst, ERROR, MSG_ONE_THOUSANDTH))
+    in_cos, _ = _min_metric(inputs, COSINE)
+    out_cos, worst = _min_metric(outputs, COSINE)
+    if in_cos > 0.9 and in_cos - out_cos > 0.1 and worst is not None:
+        late.append((worst, WARNING, MSG_COSINE))
+    return early, late
+
+
+def accuracy_reached(row: RowResult) -> str:
+    """The legacy ``Accuracy Reached or Not`` verdict: Yes / No / None / Unmatched."""
+    if row.pair.golden is None:
+        return "Unmatched"
+    cos = row.metrics[COSINE] if row.metrics else UNSUPPORTED
+    max_abs = row.metrics[MAX_ABS] if len(row.metrics) > MAX_ABS else UNSUPPORTED
+    if cos == "shape unmatched":
+        return "Unmatched"
+    if cos == NA or max_abs == NA:
+        return "No"
+    c, m = _number(cos), _number(max_abs)
+    if c is None or m is None:
+        return "None"
+    if (c < 0.99 and m > 0.001) or c < 0.9 or m > 1:
+        return "No"
+    return "Yes"

@@ -1,0 +1,115 @@
+"""Real-data metrics of one pair of arrays (msProbe's definitions and special values)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+UNSUPPORTED = "unsupported"
+SHAPE_UNMATCHED = "shape unmatched"
+NAN_TEXT = "Nan"
+NA = "N/A"
+
+METRIC_NAMES = (
+    "Cosine",
+    "EucDist",
+    "MaxAbsErr",
+    "MaxRelativeErr",
+    "One Thousandth Err Ratio",
+    "Five Thousandths Err Ratio",
+)
+EPS64 = float(np.finfo(np.float64).eps)
+
+MSG_EMPTY = "This is empty data, can not compare."
+MSG_SHAPE = "Shape of NPU and bench tensor do not match. Skipped."
+MSG_ZERO_D = (
+    "This is type of 0-d tensor, can not calculate 'Cosine', 'EucDist', "
+    "'One Thousandth Err Ratio' and 'Five Thousandths Err Ratio'."
+)
+MSG_NAN_POS = "The position of inf or nan in NPU and bench Tensor do not match."
+MSG_DTYPE = "Dtype of NPU and bench tensor do not match."
+MSG_COS_NPU_ZERO = "Cannot compare by Cosine Similarity, All the data is Zero in npu dump data."
+MSG_COS_BENCH_ZERO = "Cannot compare by Cosine Similarity, All the data is Zero in Bench dump data."
+
+
+def _round(value: float) -> Any:
+    if np.isnan(value):
+        return NAN_TEXT
+    return round(float(value), 12)
+
+
+def cosine(n64: np.ndarray, b64: np.ndarray, messages: list[str]) -> Any:
+    """Cosine similarity of flattened float64 arrays, rounded as msProbe rounds it."""
+    if n64.size <= 1:
+        return UNSUPPORTED
+    nn = float(np.sqrt(np.dot(n64, n64)))
+    nb = float(np.sqrt(np.dot(b64, b64)))
+    if nn <= EPS64 and nb <= EPS64:
+        return 1.0
+    if nn <= EPS64:
+        messages.append(MSG_COS_NPU_ZERO)
+        return NAN_TEXT
+    if nb <= EPS64:
+        messages.append(MSG_COS_BENCH_ZERO)
+        return NAN_TEXT
+    value = float(np.dot(n64, b64)) / (nn * nb)
+    if np.isnan(value):
+        return NAN_TEXT
+    value = round(value, 12)
+    return round(value, 6) if value > 0.9999 else value
+
+
+def relative_errors(n: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Element-wise ``|n - b| / |b|`` with eps added to both sides where ``b == 0``."""
+    if not (np.issubdtype(n.dtype, np.floating) and np.issubdtype(b.dtype, np.floating)):
+        n = n.astype(np.float64) if not np.issubdtype(n.dtype, np.floating) else n
+        b = b.astype(np.float64) if not np.issubdtype(b.dtype, np.floating) else b
+    dtype = np.result_type(n, b, np.float32)
+    n = n.astype(dtype, copy=False)
+    b = b.astype(dtype, copy=False)
+    zero = b == 0
+    if zero.any():
+        eps = np.finfo(dtype).eps
+        n = np.where(zero, n + eps, n)
+        b = np.where(zero, b + eps, b)
+    return np.abs((n - b) / b)
+
+
+def compare_arrays(n: np.ndarray, b: np.ndarray) -> tuple[tuple[Any, ...], list[str]]:
+    """The six metrics of one pair of (squeezed) arrays and the messages explaining them."""
+    messages: list[str] = []
+    if n.size == 0:
+        return (UNSUPPORTED,) * 6, [MSG_EMPTY]
+    if n.shape != b.shape:
+        return (SHAPE_UNMATCHED,) * 6, [MSG_SHAPE]
+    if n.ndim == 0:
+        messages.append(MSG_ZERO_D)
+        n64 = np.asarray(n, dtype=np.float64)
+        b64 = np.asarray(b, dtype=np.float64)
+        max_abs = _round(float(np.abs(n64 - b64)))
+        rel = relative_errors(n.reshape(1), b.reshape(1))
+        max_rel = _round(float(rel.max()))
+        return (UNSUPPORTED, UNSUPPORTED, max_abs, max_rel, UNSUPPORTED, UNSUPPORTED), messages
+    if n.dtype.kind in "fc" or b.dtype.kind in "fc":
+        nan_n, nan_b = np.isnan(n), np.isnan(b)
+        inf_n, inf_b = np.isinf(n), np.isinf(b)
+        if nan_n.any() or nan_b.any() or inf_n.any() or inf_b.any():
+            if not (np.array_equal(nan_n, nan_b) and np.array_equal(inf_n, inf_b)):
+                return (NA,) * 6, [MSG_NAN_POS]
+            bad = nan_n | inf_n
+            n = np.where(bad, 0, n)
+            b = np.where(bad, 0, b)
+    if n.dtype != b.dtype:
+        messages.append(MSG_DTYPE)
+    n64 = n.reshape(-1).astype(np.float64)
+    b64 = b.reshape(-1).astype(np.float64)
+    cos = cosine(n64, b64, messages)
+    diff = n64 - b64
+    euc = float(np.sqrt(np.dot(diff, diff)))
+    max_abs = _round(float(np.max(np.abs(diff))))
+    rel = relative_errors(n.reshape(-1), b.reshape(-1))
+    max_rel = _round(float(rel.max()))
+    one = _round(float(np.count_nonzero(rel < 0.001)) / rel.size)
+    five = _round(float(np.count_nonzero(rel < 0.005)) / rel.size)
+    return (cos, euc, max_abs, max_rel, one, five), messages

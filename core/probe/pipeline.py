@@ -1,0 +1,257 @@
+"""The compare pipeline: plan jobs, run each (read, match, compute, judge), export."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from itertools import groupby
+from pathlib import Path
+from typing import Any
+
+from probe.dumps import dump_mode_hint, load_dump
+from probe.errors import InputError, ProbeError
+from probe.io import prepare_output_dir, timestamp, unique_path
+from probe.jobs import CompareJob, CompareRequest, DumpPairJob
+from probe.match import assign_keys, match_exact, match_fuzzy
+from probe.model import NA, FlatDump, MatchContext, ModeContext, Pair, Summary
+from probe.plugins import Host, default_host
+from probe.result import CompareResult, CompareRun
+
+log = logging.getLogger("probe")
+
+ProgressFactory = Callable[[str, int], Callable[[int], None]]
+
+
+def _no_progress(label: str, total: int) -> Callable[[int], None]:
+    return lambda n: None
+
+
+def choose_mode(host: Host, target: FlatDump, golden: FlatDump, requested: str | None) -> Any:
+    """The metric mode to use: the requested one, else the first that accepts the dumps."""
+    if target.info.task != golden.info.task:
+        raise InputError(
+            f"dump tasks differ: target is {target.info.task!r}, golden ({golden.info.path}) is {golden.info.task!r}",
+            target.info.path,
+        )
+    if target.info.task == "statistics" and target.has_md5 != golden.has_md5:
+        raise InputError(
+            f"one dump has md5 checksums and the other statistics (golden: {golden.info.path}); dump both the same way",
+            target.info.path,
+        )
+    if target.info.task == "structure":
+        raise InputError("is a structure-only dump: it holds no data to compare", target.info.path)
+    if requested:
+        return host.modes.get(requested)
+    for mode in host.modes.values():
+        if mode.accepts(target, golden):
+            return mode
+    raise InputError(f"no metric mode accepts this dump (task {target.info.task!r})", target.info.path)
+
+
+def pair_rows(host: Host, target: FlatDump, golden: FlatDump, options: dict[str, Any]) -> tuple[list[Pair], int]:
+    """Match target rows to golden rows with the active normalizers and mappers."""
+    if options.get("fuzzy_match"):
+        return match_fuzzy(target.rows, golden.rows)
+    ctx = MatchContext(target=target, golden=golden, options=options, host=host)
+    key_map = None
+    for mapper in sorted(host.mappers.values(), key=lambda m: m.priority):
+        key_map = mapper.build(ctx)
+        if key_map is not None:
+            break
+    renumber = target.info.kind != "debug"
+    assign_keys(golden.rows, renumber)
+    assign_keys(target.rows, renumber and (key_map is None or key_map.renumber_target))
+    normalizers = [
+        n for n in host.normalizers.values() if n.applies(target.info.framework, golden.info.framework)
+    ]
+    for normalizer in normalizers:
+        for side, dump in (("target", target), ("golden", golden)):
+            for row in dump.rows:
+                row.key = normalizer.normalize(row.key, side)
+    return match_exact(target.rows, golden.rows, key_map)
+
+
+def compare_dumps(
+    target: FlatDump,
+    golden: FlatDump,
+    host: Host,
+    options: dict[str, Any],
+    label: str = "",
+    progress: ProgressFactory = _no_progress,
+    jobs: int = 1,
+) -> CompareResult:
+    """Compare two flattened dumps and return the judged result (nothing is written)."""
+    mode = choose_mode(host, target, golden, options.get("metric_mode"))
+    pairs, golden_only = pair_rows(host, target, golden, options)
+    extra_metrics = [host.tensor_metrics.get(n) for n in host.tensor_metrics.names()] if mode.name == "tensor" else []
+    ctx = ModeContext(
+        target=target,
+        golden=golden,
+        options=options,
+        host=host,
+        progress=progress(f"{label} compare", len(pairs)),
+        jobs=jobs,
+        extra_metrics=extra_metrics,
+    )
+    records = mode.compute(pairs, ctx)
+    stack = target.stack
+    for entry, group_iter in groupby(records, key=lambda r: r.pair.target.entry):
+        group = list(group_iter)
+        if stack is not None:
+            lines = stack.get(entry)
+            group[0].extra["stack"] = str(lines) if lines is not None else NA
+        mode.judge(group)
+    result = CompareResult(
+        label=label,
+        mode=mode,
+        records=records,
+        target=target.info,
+        golden=golden.info,
+        stack=stack,
+        golden_only=golden_only,
+        extra_metrics=tuple(m.column for m in extra_metrics),
+        options=options,
+    )
+    if options.get("highlight"):
+        from probe.highlight import apply_highlight
+
+        apply_highlight(result)
+    result.problems.extend(r.extra["problem"] for r in records if "problem" in r.extra)
+    return result
+
+
+def compare_dump_pair(job: DumpPairJob, host: Host, request: CompareRequest, progress: Any = None) -> CompareResult:
+    """Run the built-in job: load both dump files and compare them."""
+    progress = progress or _no_progress
+    target = load_dump(job.target_file, host)
+    golden = load_dump(job.golden_file, host, with_stack=False)
+    for dump in (target, golden):
+        if dump.skipped_entries:
+            log.warning(
+                "%s: %d entries with unexpected names were not compared (first: %s)",
+                dump.info.path, len(dump.skipped_entries), dump.skipped_entries[0],
+            )
+    if target.stack is None:
+        log.info("no stack.json beside %s: the report has no NPU_Stack_Info column", job.target_file)
+    result = compare_dumps(target, golden, host, request.options, job.label, progress, request.jobs)
+    result.output_stem = job.output_stem
+    result.output_subdir = job.output_subdir
+    result.rank = job.rank
+    return result
+
+
+def export(result: CompareResult, host: Host, request: CompareRequest, stamp: str) -> list[Path]:
+    """Write ``result`` in every requested format; returns the files written."""
+    if request.output_dir is None:
+        return []
+    directory = prepare_output_dir(request.output_dir / result.output_subdir if result.output_subdir else request.output_dir)
+    written: list[Path] = []
+    if not result.records:
+        log.warning("%s: nothing to compare (no rows); no report written", result.label)
+        return written
+    for fmt in request.formats:
+        exporter = host.exporters.get(fmt)
+        path = unique_path(directory, f"{result.output_stem}_{stamp}", exporter.suffix)
+        written.extend(exporter.write(result, path))
+    result.files = written
+    return written
+
+
+@dataclass
+class JobOutcome:
+    """What a job sends back: its summary, files, problems and (optionally) the result."""
+
+    label: str
+    summary: Summary
+    problems: list[str] = field(default_factory=list)
+    result: CompareResult | None = None
+    error: str | None = None
+    exit_code: int = 0
+
+
+def run_job(job: CompareJob, request: CompareRequest, keep: bool, host: Host | None = None, progress: Any = None) -> JobOutcome:
+    """Run one job and export it; errors become an outcome instead of an exception."""
+    host = host or default_host()
+    try:
+        result = job.run(host, request, progress)
+        export(result, host, request, timestamp())
+    except ProbeError as exc:
+        return JobOutcome(job.label, Summary(), error=str(exc), exit_code=exc.exit_code)
+    summary = result.summary()
+    return JobOutcome(job.label, summary, list(result.problems), result if keep else None)
+
+
+def _run_job_in_worker(job: CompareJob, request: CompareRequest, keep: bool) -> JobOutcome:
+    return run_job(job, request, keep)
+
+
+def run_compare(
+    request: CompareRequest,
+    host: Host | None = None,
+    keep: bool = True,
+    progress: ProgressFactory = _no_progress,
+    on_outcome: Callable[[JobOutcome], None] | None = None,
+) -> tuple[list[JobOutcome], list[CompareJob]]:
+    """Plan and run every job of ``request``; ranks run in parallel processes when ``jobs > 1``."""
+    host = host or default_host()
+    if request.output_dir is not None:
+        prepare_output_dir(request.output_dir)
+    for fmt in request.formats:
+        host.exporters.get(fmt)  # fail early on an unknown format
+    jobs: Sequence[CompareJob] = host.plan_compare(request=request)
+    outcomes: list[JobOutcome] = []
+    workers = min(request.jobs, len(jobs))
+    if workers > 1 and _pickles(jobs) and not request.options.get("in_process"):
+        # Ranks run in parallel; inside each worker tensor loading stays serial.
+        inner = CompareRequest(**{**request.__dict__, "jobs": 1})
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(_run_job_in_worker, job, inner, keep) for job in jobs]
+            for future in futures:
+                outcome = future.result()
+                outcomes.append(outcome)
+                if on_outcome:
+                    on_outcome(outcome)
+    else:
+        for job in jobs:
+            outcome = run_job(job, request, keep, host, progress)
+            outcomes.append(outcome)
+            if on_outcome:
+                on_outcome(outcome)
+    return outcomes, list(jobs)
+
+
+def _pickles(jobs: Sequence[CompareJob]) -> bool:
+    import pickle
+
+    try:
+        pickle.dumps(list(jobs))
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
+def compare(target: str | os.PathLike, golden: str | os.PathLike, output: str | os.PathLike | None = None,
+            *, framework: str | None = None, formats: Sequence[str] = ("csv",), jobs: int = 1,
+            host: Host | None = None, **options: Any) -> CompareRun:
+    """Compare two dumps from Python; returns a :class:`CompareRun` to filter in a notebook.
+
+    ``output`` is a directory for reports (nothing is written when it is ``None``).
+    ``options`` are the compare options by their CLI ``dest`` names, e.g.
+    ``fuzzy_match=True``, ``data_mapping="map.yaml"``, ``highlight=True``.
+    Raises :class:`probe.errors.ProbeError` subclasses on bad input.
+    """
+    request = CompareRequest(
+        target=Path(target), golden=Path(golden), output_dir=Path(output) if output is not None else None,
+        framework=framework, formats=tuple(formats), jobs=jobs, options=dict(options),
+    )
+    outcomes, _ = run_compare(request, host=host, keep=True)
+    errors = [o for o in outcomes if o.error]
+    if errors and len(errors) == len(outcomes):
+        first = errors[0]
+        exc = ProbeError(first.error)
+        exc.exit_code = first.exit_code
+        raise exc
+    return CompareRun([o.result for o in outcomes if o.result is not None])

@@ -1,0 +1,156 @@
+"""Comparison results: per-row results and the per-job table a notebook user can filter."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from probe.model import ERROR, NA, PASS, VERDICT_RANK, WARNING, DumpInfo, Pair, Summary
+
+UNMATCHED = NA
+"""Result shown for a target row with no golden counterpart."""
+
+
+class RowResult:
+    """Metrics and verdict of one target row."""
+
+    __slots__ = ("pair", "metrics", "verdict", "messages", "notes", "extra")
+
+    def __init__(self, pair: Pair, metrics: tuple[Any, ...]) -> None:
+        self.pair = pair
+        self.metrics = metrics
+        self.verdict = PASS if pair.golden is not None else UNMATCHED
+        self.messages: list[str] = []
+        self.notes: list[str] = []
+        self.extra: dict[str, Any] = {}
+
+    @property
+    def name(self) -> str:
+        return self.pair.target.name
+
+    @property
+    def matched(self) -> bool:
+        return self.pair.golden is not None
+
+    def raise_to(self, verdict: str, message: str) -> None:
+        """Record a rule hit: raise the verdict (never lower it) and append the message."""
+        if self.verdict == UNMATCHED:
+            self.verdict = PASS
+        if VERDICT_RANK[verdict] > VERDICT_RANK[self.verdict]:
+            self.verdict = verdict
+        self.messages.append(message)
+
+
+@dataclass
+class CompareResult:
+    """The result of one job: rows in target order plus everything needed to report them."""
+
+    label: str
+    mode: Any
+    """The :class:`probe.model.MetricMode` that computed the rows."""
+    records: list[RowResult]
+    target: DumpInfo | None = None
+    golden: DumpInfo | None = None
+    stack: dict[str, list[str]] | None = None
+    golden_only: int = 0
+    output_stem: str = "compare_result"
+    output_subdir: str = ""
+    rank: int | None = None
+    extra_metrics: tuple[str, ...] = ()
+    extra_columns: tuple[str, ...] = ()
+    """Columns appended after the mode's own, read from ``RowResult.extra``."""
+    options: dict[str, Any] = field(default_factory=dict)
+    files: list[Path] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    """Input problems met on the way (unreadable tensor files...), one line each."""
+
+    @property
+    def with_stack(self) -> bool:
+        return self.stack is not None
+
+    @property
+    def columns(self) -> list[str]:
+        """Column names, in report order."""
+        return self.mode.columns(self.with_stack, self.extra_metrics) + list(self.extra_columns)
+
+    def table(self) -> Iterator[list[Any]]:
+        """Display rows aligned with :attr:`columns`."""
+        render = self.mode.render
+        with_stack = self.with_stack
+        extra = self.extra_columns
+        for record in self.records:
+            row = render(record, with_stack)
+            if extra:
+                row.extend(record.extra.get(column, "") for column in extra)
+            yield row
+
+    def as_dicts(self) -> list[dict[str, Any]]:
+        """Every row as ``{column: value}``."""
+        columns = self.columns
+        return [dict(zip(columns, row)) for row in self.table()]
+
+    def filter(self, keep: Callable[[RowResult], bool]) -> CompareResult:
+        """A copy holding only the rows for which ``keep`` is true."""
+        clone = CompareResult(**{**self.__dict__, "records": [r for r in self.records if keep(r)]})
+        return clone
+
+    def failing(self) -> CompareResult:
+        """Rows whose Result is ``warning`` or ``error``."""
+        return self.filter(lambda r: r.verdict in (WARNING, ERROR))
+
+    def errors(self) -> CompareResult:
+        """Rows whose Result is ``error``."""
+        return self.filter(lambda r: r.verdict == ERROR)
+
+    def summary(self) -> Summary:
+        """Counts of pass / warning / error / unmatched rows."""
+        s = Summary(rows=len(self.records), golden_only=self.golden_only, files=list(self.files))
+        for record in self.records:
+            verdict = record.verdict
+            if verdict == ERROR:
+                s.errors += 1
+                if s.first_error is None:
+                    s.first_error = record.name
+            elif verdict == WARNING:
+                s.warnings += 1
+            elif verdict == UNMATCHED:
+                s.unmatched += 1
+            else:
+                s.passed += 1
+        return s
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.as_dicts())
+
+
+@dataclass
+class CompareRun:
+    """All results of one ``probe.compare`` call (one per job) and the files written."""
+
+    results: list[CompareResult]
+
+    @property
+    def files(self) -> list[Path]:
+        return [f for r in self.results for f in r.files]
+
+    def summary(self) -> Summary:
+        """Counts over every job."""
+        total = Summary()
+        for result in self.results:
+            total.add(result.summary())
+        return total
+
+    def failing(self) -> list[dict[str, Any]]:
+        """Failing rows of every job, each dict tagged with its job label under ``job``."""
+        return [{"job": r.label, **row} for r in self.results for row in r.failing().as_dicts()]
+
+    def __getitem__(self, index: int) -> CompareResult:
+        return self.results[index]
+
+    def __len__(self) -> int:
+        return len(self.results)

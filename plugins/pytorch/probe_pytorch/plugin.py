@@ -1,0 +1,12 @@
+"""probe hooks of the PyTorch plugin (thin: torch is imported only to read a tensor)."""
+
+from __future__ import annotations
+
+from probe.hookspecs import hookimpl
+
+
+@hookimpl
+def probe_register_tensor_loaders(register) -> None:
+    from probe_pytorch.tensors import load_pt
+
+    register.add(".pt", load_pt)
