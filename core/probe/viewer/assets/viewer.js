@@ -294,6 +294,8 @@
       const li = document.createElement("li");
       li.textContent = G[side].names[i] + (note ? `  [${note}]` : "") + (SIDES.length > 1 ? `  (${side})` : "");
       li.dataset.side = side;
+      li.dataset.name = G[side].names[i];
+      if (note) li.dataset.note = note;
       li.dataset.i = i;
       frag.appendChild(li);
     }
@@ -315,10 +317,16 @@
     const q = $("search").value.trim().toLowerCase();
     if (!q) { showResults("Search or tick a filter", []); return; }
     const hits = [];
+    const tokens = q.split(/[\s]+/).filter(Boolean);
     for (const side of SIDES) {
       const low = G[side].lower;
       for (let i = 0; i < low.length; i++) {
-        const sc = fuzzyScore(low[i], q);
+        let sc = 0;
+        for (const token of tokens) {
+          const t = fuzzyScore(low[i], token);
+          if (t < 0) { sc = -1; break; }
+          sc += t;
+        }
         if (sc >= 0) hits.push([sc, side, i]);
       }
     }
