@@ -147,7 +147,7 @@ def node_pairs(doc: dict[str, str], npu: Graph) -> dict[str, str]:
     return pairs
 
 
-def layer_translator(doc: dict[str, Any], npu: Graph) -> Callable[[GraphNode], str | None]:
+def layer_translator(doc: dict[str, Any], npu: Graph, prefix: str | None = None) -> Callable[[GraphNode], str | None]:
     """A translator applying ``{Class: {npu attr: bench attr}}`` to module paths.
 
     ``TopLayer`` maps the first path segment. The class owning a segment is read from the
@@ -184,20 +184,27 @@ def layer_translator(doc: dict[str, Any], npu: Graph) -> Callable[[GraphNode], s
                 mapped.append(new)
             else:
                 mapped.append(segment)
-        if not changed:
+        head = prefix or parts[0]
+        if not changed and head == parts[0]:
             return None
-        return ".".join([parts[0], *mapped, *parts[end - 1 :]])
+        return ".".join([head, *mapped, *parts[end - 1 :]])
 
     return translate
 
 
-def mapping_translator(path: Path, npu: Graph) -> Callable[[GraphNode], str | None]:
-    """Translator for ``-lm FILE``: node/row pairs or a layer mapping."""
+def mapping_translator(path: Path, npu: Graph, bench: Graph | None = None) -> Callable[[GraphNode], str | None]:
+    """Translator for ``-lm FILE``: node/row pairs or a layer mapping.
+
+    Across frameworks the module prefix follows the golden side (``Cell.`` <-> ``Module.``).
+    """
     doc = load_mapping(path)
     if is_pair_mapping(doc):
         pairs = node_pairs(doc, npu)
         return lambda node: pairs.get(node.name)
-    return layer_translator(doc, npu)
+    prefix = None
+    if bench is not None and bench.framework != npu.framework:
+        prefix = "Cell" if bench.framework == "mindspore" else "Module"
+    return layer_translator(doc, npu, prefix)
 
 
 def match_graphs(
@@ -210,7 +217,7 @@ def match_graphs(
     """Run the matching passes: mapping first, then exact, then fuzzy when asked."""
     count = 0
     if mapping is not None:
-        translate = mapping_translator(mapping, npu)
+        translate = mapping_translator(mapping, npu, bench)
         if rename is not None:
             base = translate
             translate = lambda node: base(node) or rename(node.name)  # noqa: E731
