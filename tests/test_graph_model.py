@@ -207,3 +207,17 @@ def test_layer_mapping_cross_framework(tmp_path):
 def test_cross_framework_without_mapping_is_an_input_error(tmp_path):
     with pytest.raises(InputError, match="layer_mapping"):
         run(tmp_path, "ms_layer_target", "pt_layer_golden")
+
+
+def test_tp_merge_folds_two_ranks(tmp_path):
+    from probe.graph.service import MergeOptions
+
+    separate = run(tmp_path / "a", "multirank_target")
+    merged = run(tmp_path / "b", "multirank_target", merge=[MergeOptions(rank_size=2, tp=2, pp=1)])
+    assert [g.rank for g in merged.graphs] == [0]
+    node = merged.graphs[0].nodes["Module.fc.Linear.forward.0"]
+    r0 = {g.rank: g for g in separate.graphs}
+    rows = [g.nodes["Module.fc.Linear.forward.0"].inputs[0].stats for g in r0.values()]
+    if rows[0] != rows[1]:
+        assert node.merge_info and node.merge_info[0].startswith("This data is the merged data after tensor")
+        assert node.inputs[0].stats[0] == max(float(r[0]) for r in rows)
