@@ -114,7 +114,7 @@ def test_build_db_through_the_cli(tmp_path, capsys):
 def test_cli_errors_are_one_line(tmp_path, capsys):
     code = main(["graph_visualize", "-tp", str(tmp_path / "missing"), "-o", str(tmp_path / "o")])
     assert code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "missing" in err[0]
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("probe: error")]
+    assert len(errors) == 1 and "missing" in errors[0]
     code = main(["view", str(tmp_path / "none.vis.db")])
     assert code == 2

@@ -18,6 +18,10 @@ GRAPH_EPILOG = """examples:
   probe graph -tp t/step0 -gp g/step0 -o out --rank_size 2 1 --tp 2 1 --pp 1 1
   probe view out/compare_20260101120000.vis.db                     # self-contained HTML viewer
 """
+VIEW_EPILOG = """examples:
+  probe view out/compare_20260101120000.vis.db                     # -> out/compare_20260101120000.html
+  probe view out/build_20260101120000.vis.db --step 1 --rank 3 -o rank3.html
+"""
 _ORDER_RE = re.compile(r"^[a-z]+(-[a-z]+)*$")
 
 
@@ -143,4 +147,5 @@ def probe_register_commands(register) -> None:
         help="write a self-contained HTML viewer of a .vis.db (no server needed)",
         add_arguments=add_view_arguments,
         run=run_view_command,
+        epilog=VIEW_EPILOG,
     ))
