@@ -83,9 +83,9 @@ def stat_cells(row: RowResult) -> list[Any]:
 
 
 def requires_grad_consistent(row: RowResult) -> bool:
-    """String equality of the two Requires_grad cells (False when unmatched)."""
+    """String equality of the two Requires_grad cells (an unmatched golden cell reads ``N/A``)."""
     g = row.pair.golden
-    return g is not None and row.pair.target.requires_grad == g.requires_grad
+    return row.pair.target.requires_grad == (g.requires_grad if g is not None else NA)
 
 
 def err_message(row: RowResult) -> str:
@@ -145,3 +145,18 @@ def canonical_dtype(dtype: str) -> str:
     if dtype.startswith("torch."):
         return dtype[6:]
     return _MS_DTYPES.get(dtype, dtype)
+
+
+def render_cells(row: RowResult, with_stack: bool, with_stats: bool = True) -> list[Any]:
+    """The cells every mode shares: common columns, metrics, [stats], consistency, verdict,
+    Err_message and [stack], in report order."""
+    cells = common_cells(row)
+    cells.extend(row.metrics)
+    if with_stats:
+        cells.extend(stat_cells(row))
+    cells.append(requires_grad_consistent(row))
+    cells.append(row.verdict)
+    cells.append(err_message(row))
+    if with_stack:
+        cells.append(row.extra.get("stack", NA))
+    return cells
