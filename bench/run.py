@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""Benchmark ``probe compare`` (and optionally msProbe) on generated dump pairs.
+
+Generates a target/golden dump pair with ``bench/gen_dump.py`` (cached under ``--data``),
+runs ``probe compare`` ``--repeat`` times as a child process and reports the wall time and
+peak resident memory of each run and their medians. When ``PROBE_BENCH_MSPROBE`` names an
+msProbe executable (e.g. ``/path/to/venv/bin/msprobe``), msProbe runs on the same data in
+the same session, alternating with probe, and the ratios are printed.
+
+    python bench/run.py --apis 50000 --mode statistics
+    PROBE_BENCH_MSPROBE=/opt/msprobe/bin/msprobe python bench/run.py --apis 200000 --format xlsx
+    python bench/run.py --mode tensor --apis 1500 --tensor-elems 65536 --jobs 2
+    python bench/run.py --apis 10000 --ranks 8 --markdown   # prints a table row for docs
+
+Peak memory is that of the largest single process of the run (as ``/usr/bin/time -v``
+reports it) and, in ``tree`` columns, the sampled sum over the whole process tree.
+Nothing here runs in CI: benchmarks are run on demand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass
+class Run:
+    """One timed child process."""
+
+    wall: float
+    cpu: float
+    peak_mib: float
+    tree_mib: float
+    code: int
+
+
+@dataclass
+class Series:
+    tool: str
+    runs: list[Run] = field(default_factory=list)
+
+    def median(self, attr: str) -> float:
+        return statistics.median(getattr(r, attr) for r in self.runs)
+
+
+def dump_dir(args: argparse.Namespace) -> Path:
+    """The cached dump pair for these generator settings (generated when missing)."""
+    name = f"{args.mode}-{args.apis}apis-{args.ranks}ranks"
+    if args.mode == "tensor":
+        name += f"-{args.tensor_elems}x{args.dtype}"
+    out = Path(args.data) / name
+    if not (out / "golden" / "step0").is_dir():
+        cmd = [sys.executable, str(HERE / "gen_dump.py"), "--mode", args.mode, "--apis", str(args.apis),
+               "--ranks", str(args.ranks), "--tensor-elems", str(args.tensor_elems), "--dtype", args.dtype,
+               "--out", str(out), "--force"]
+        print("generating:", " ".join(cmd), flush=True)
+        subprocess.run(cmd, check=True)
+    return out
+
+
+def data_bytes(root: Path) -> int:
+    """Bytes of tensor files under both sides (msProbe's GB/s counts both dumps)."""
+    total = 0
+    for side in ("target", "golden"):
+        for path in (root / side).rglob("dump_tensor_data/*"):
+            total += path.stat().st_size
+    return total
+
+
+def json_bytes(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("dump.json"))
+
+
+def _tree_rss_kib(pid: int) -> int:
+    """Resident memory of ``pid`` and all its descendants, from /proc (0 when unreadable)."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/statm") as handle:
+                total += int(handle.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+            with open(f"/proc/{p}/task/{p}/children") as handle:
+                todo.extend(int(c) for c in handle.read().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def timed(cmd: list[str], log: Path, env: dict[str, str] | None = None) -> Run:
+    """Run ``cmd``; wall time, CPU time and peak RSS from wait4, tree RSS sampled."""
+    with open(log, "ab") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+        peak_tree = [0]
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.wait(0.05):
+                peak_tree[0] = max(peak_tree[0], _tree_rss_kib(proc.pid))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        stop.set()
+        sampler.join()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, peak_tree[0] / 1024, proc.returncode)
+
+
+def evict(root: Path) -> None:
+    """Drop the dump files from the page cache (cold-cache runs)."""
+    for path in root.rglob("*"):
+        if path.is_file():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+
+def step_dirs(root: Path) -> tuple[Path, Path]:
+    return root / "target" / "step0", root / "golden" / "step0"
+
+
+def probe_cmd(args: argparse.Namespace, root: Path, out: Path) -> list[str]:
+    target, golden = step_dirs(root)
+    cmd = [*args.probe.split(), "compare", "-tp", str(target), "-gp", str(golden), "-o", str(out)]
+    if args.format == "xlsx":
+        cmd.append("--xlsx")
+    if args.jobs:
+        cmd += ["-j", str(args.jobs)]
+    return cmd + args.probe_args
+
+
+def msprobe_cmd(exe: str, args: argparse.Namespace, root: Path, out: Path) -> list[str]:
+    target, golden = step_dirs(root)
+    cmd = [exe, "compare", "-tp", str(target), "-gp", str(golden), "-o", str(out)]
+    return cmd + (["--xlsx"] if args.format == "xlsx" else [])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mode", choices=["statistics", "md5", "tensor"], default="statistics")
+    ap.add_argument("--apis", type=int, default=10000, help="entries per rank in dump.json")
+    ap.add_argument("--ranks", type=int, default=1)
+    ap.add_argument("--tensor-elems", type=int, default=4096, help="elements per tensor (tensor mode)")
+    ap.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32")
+    ap.add_argument("--format", choices=["csv", "xlsx"], default="csv")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per tool (median reported)")
+    ap.add_argument("--msprobe-repeat", type=int, default=None, help="runs of msProbe (default: --repeat)")
+    ap.add_argument("--jobs", type=int, default=0, help="probe -j (default: probe's own default)")
+    ap.add_argument("--cold", action="store_true", help="evict the dump from the page cache before each run")
+    ap.add_argument("--data", default=os.environ.get("PROBE_BENCH_DATA", str(Path(tempfile.gettempdir()) / "probe-bench")),
+                    help="where generated dumps are cached (env PROBE_BENCH_DATA)")
+    ap.add_argument("--probe", default=f"{sys.executable} -m probe", help="probe command line")
+    ap.add_argument("--probe-args", nargs=argparse.REMAINDER, default=[], help="extra probe compare arguments")
+    ap.add_argument("--markdown", action="store_true", help="print a docs/performance.md table row")
+    args = ap.parse_args(argv)
+
+    root = dump_dir(args)
+    work = Path(tempfile.mkdtemp(prefix="probe-bench-out-"))
+    log = work / "runs.log"
+    size = data_bytes(root) if args.mode == "tensor" else json_bytes(root)
+    print(f"data: {root} ({size / 1e9:.3f} GB {'tensor files' if args.mode == 'tensor' else 'dump.json'}, both sides)")
+    series = [Series("probe")]
+    exe = os.environ.get("PROBE_BENCH_MSPROBE")
+    if exe:
+        series.append(Series("msprobe"))
+    ms_repeat = args.msprobe_repeat if args.msprobe_repeat is not None else args.repeat
+    try:
+        for i in range(max(args.repeat, ms_repeat if exe else 0)):
+            for s in series:
+                if i >= (args.repeat if s.tool == "probe" else ms_repeat):
+                    continue
+                out = work / f"{s.tool}{i}"
+                cmd = probe_cmd(args, root, out) if s.tool == "probe" else msprobe_cmd(exe, args, root, out)
+                if args.cold:
+                    evict(root)
+                run = timed(cmd, log)
+                s.runs.append(run)
+                rate = f" {size / run.wall / 1e9:.2f} GB/s" if args.mode == "tensor" else ""
+                print(f"{s.tool:8s} run {i}: rc={run.code} wall={run.wall:.2f}s cpu={run.cpu:.2f}s "
+                      f"peak={run.peak_mib:.0f} MiB tree={run.tree_mib:.0f} MiB{rate}", flush=True)
+                if run.code not in (0, 1):
+                    print(f"  failed; see {log}", file=sys.stderr)
+                shutil.rmtree(out, ignore_errors=True)
+    finally:
+        if not any(r.code not in (0, 1) for s in series for r in s.runs):
+            shutil.rmtree(work, ignore_errors=True)
+    print()
+    for s in series:
+        rate = f"  {size / s.median('wall') / 1e9:.2f} GB/s" if args.mode == "tensor" else ""
+        print(f"{s.tool:8s} median wall {s.median('wall'):7.2f}s  cpu {s.median('cpu'):7.2f}s  "
+              f"peak {s.median('peak_mib'):6.0f} MiB  tree {s.median('tree_mib'):6.0f} MiB{rate}  (n={len(s.runs)})")
+    if exe:
+        p, m = series
+        print(f"speed-up {m.median('wall') / p.median('wall'):.1f}x, memory {p.median('peak_mib') / m.median('peak_mib'):.2f} of msProbe's")
+    if args.markdown:
+        what = f"{args.mode}, {args.apis:,} APIs" + (f" x {args.ranks} ranks" if args.ranks > 1 else "")
+        what += f", {args.format}"
+        if args.mode == "tensor":
+            what += f", {size / 1e9:.2f} GB"
+        p = series[0]
+        cells = [what, f"{p.median('wall'):.2f} s", f"{p.median('peak_mib') / 1024:.2f} GB"]
+        if exe:
+            m = series[1]
+            cells += [f"{m.median('wall'):.1f} s", f"{m.median('peak_mib') / 1024:.2f} GB",
+                      f"{m.median('wall') / p.median('wall'):.1f}x"]
+        print("| " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
