@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from probe.errors import InputError
+from probe_pytorch.ptzip import read_pt
 
 MAX_FILE_BYTES = 10 * 1024**3
 
@@ -14,12 +16,24 @@ MAX_FILE_BYTES = 10 * 1024**3
 def load_pt(path: Path) -> np.ndarray:
     """Load one ``.pt`` file as a numpy array; bfloat16/float8 become float32.
 
-    Uses ``torch.load(weights_only=True)``: a file holding arbitrary pickled objects is
-    refused, never executed.
+    Plain tensors are read straight from the ``.pt`` zip container (:mod:`probe_pytorch.ptzip`);
+    anything else goes through ``torch.load(weights_only=True)``: a file holding arbitrary
+    pickled objects is refused, never executed.
     """
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise InputError(f"tensor file is larger than {MAX_FILE_BYTES // 1024**3} GiB", path)
+    try:
+        array = read_pt(path)  # plain tensors: straight from the zip, no torch needed
+    except (OSError, zipfile.BadZipFile, ValueError):
+        array = None  # torch.load below reports the problem in its own words
+    if array is not None:
+        return array
+    return _torch_load(path)
+
+
+def _torch_load(path: Path) -> np.ndarray:
+    """The general path: ``torch.load(weights_only=True)`` (views, odd dtypes, old formats)."""
     try:
         import torch
     except ImportError:
