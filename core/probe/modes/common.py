@@ -76,9 +76,16 @@ def stat_cells(row: RowResult) -> list[Any]:
 
 
 def requires_grad_consistent(row: RowResult) -> bool:
-    """String equality of the two Requires_grad cells (False when unmatched)."""
+    """String equality of the two Requires_grad cells (False when unmatched).
+
+    A side that records no requires_grad (MindSpore tensors, ``N/A``) is consistent with
+    anything: a missing value is not a mismatch.
+    """
     g = row.pair.golden
-    return g is not None and row.pair.target.requires_grad == g.requires_grad
+    if g is None:
+        return False
+    t_rg, g_rg = row.pair.target.requires_grad, g.requires_grad
+    return t_rg == g_rg or NA in (t_rg, g_rg)
 
 
 def err_message(row: RowResult) -> str:
