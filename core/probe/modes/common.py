@@ -76,14 +76,14 @@ def stat_cells(row: RowResult) -> list[Any]:
 
 
 def requires_grad_consistent(row: RowResult) -> bool:
-    """String equality of the two Requires_grad cells (False when unmatched).
+    """String equality of the two Requires_grad cells (an unmatched golden cell reads ``N/A``).
 
-    A side that records no requires_grad (MindSpore tensors, ``N/A``) is consistent with
-    anything: a missing value is not a mismatch.
+    Between matched rows, a side that records no requires_grad (MindSpore tensors, ``N/A``)
+    is consistent with anything: a missing value is not a mismatch.
     """
     g = row.pair.golden
     if g is None:
-        return False
+        return row.pair.target.requires_grad == NA
     t_rg, g_rg = row.pair.target.requires_grad, g.requires_grad
     return t_rg == g_rg or NA in (t_rg, g_rg)
 
