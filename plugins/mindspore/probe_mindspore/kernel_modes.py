@@ -1,6 +1,6 @@
 """Metric modes of kernel dumps: ``kernel-npy`` (real data) and ``kernel-statistic`` (statistic.csv).
 
-Their columns are msProbe's kernel-compare columns. The Result of a row (used for the
+Their columns are msProbe's kernel-compare columns, then ``Result``. The Result of a row (used for the
 summary and ``--fail-on``) is ``pass`` when ``Accuracy Reached or Not`` is ``Yes``,
 ``error`` when it is ``No`` or the pair cannot be compared (shape, dtype, nan/inf
 positions), ``N/A`` when one side has no counterpart.
@@ -99,7 +99,11 @@ class _KernelMode:
         return False  # chosen by the kernel job, never by auto detection of dump.json files
 
     def columns(self, with_stack: bool, extra_metrics: Sequence[str]) -> list[str]:
-        return BASE_COLUMNS + self.metric_columns + self.tail_columns
+        cols = BASE_COLUMNS + self.metric_columns + self.tail_columns + ["Result"]
+        return cols + ["NPU_Stack_Info"] if with_stack else cols
+
+    def _tail(self, row: RowResult, with_stack: bool) -> list[Any]:
+        return [row.verdict, NA] if with_stack else [row.verdict]
 
     def judge(self, group: list[RowResult]) -> None:
         """Verdicts are set in ``compute``; nothing crosses rows in kernel dumps."""
@@ -193,7 +197,7 @@ class KernelNpyMode(_KernelMode):
         return record
 
     def render(self, row: RowResult, with_stack: bool) -> list[Any]:
-        return self._base_cells(row) + list(row.metrics)
+        return self._base_cells(row) + list(row.metrics) + self._tail(row, with_stack)
 
 
 def _load(item: KernelTensor) -> np.ndarray | None:
@@ -258,4 +262,5 @@ class KernelStatisticMode(_KernelMode):
 
     def render(self, row: RowResult, with_stack: bool) -> list[Any]:
         g = row.pair.golden
-        return self._base_cells(row) + list(row.metrics) + [row.pair.target.data_name, g.data_name if g else ""]
+        files = [row.pair.target.data_name, g.data_name if g else ""]
+        return self._base_cells(row) + list(row.metrics) + files + self._tail(row, with_stack)
