@@ -134,17 +134,26 @@ def discover(root: Path) -> KernelLayout:
     return layout
 
 
-def looks_like_kernel_dump(path: Path) -> bool:
-    """Cheap check: a directory with a ``rank_N`` child and no dump.json near the top."""
+def looks_like_kernel_dump(path: Path, max_depth: int = 7) -> bool:
+    """Cheap check: no dump.json in the top levels, and a kernel .npy or statistic.csv below."""
     if not path.is_dir():
         return False
-    try:
-        children = list(path.iterdir())
-    except OSError:
-        return False
-    if any(c.name in ("dump.json", "debug.json") for c in children):
-        return False
-    return any(c.is_dir() and c.name.startswith("rank_") and _RANK.match(c.name) for c in children)
+    level = [path]
+    for depth in range(max_depth + 1):
+        nxt = []
+        for directory in level:
+            try:
+                children = list(directory.iterdir())
+            except OSError:
+                continue
+            for child in children:
+                if child.name in ("dump.json", "debug.json") and depth <= 3:
+                    return False
+                if child.name == STATISTIC_FILE or (child.suffix == ".npy" and NPY_NAME.match(child.name)):
+                    return True
+            nxt.extend(c for c in children if c.is_dir() and not c.name.startswith("."))
+        level = nxt
+    return False
 
 
 def parse_filter(text: str | None, what: str) -> set[int] | None:

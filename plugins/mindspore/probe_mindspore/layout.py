@@ -30,7 +30,6 @@ from probe_mindspore.kernel_dump import looks_like_kernel_dump as _looks_like_ke
 log = logging.getLogger("probe")
 
 MIXED_FOLDERS = ("graph", "pynative")
-DUMP_FILES = ("dump.json", "debug.json")
 
 
 def looks_like_kernel_dump(path: str | Path) -> bool:
@@ -38,32 +37,17 @@ def looks_like_kernel_dump(path: str | Path) -> bool:
     return _looks_like_kernel_dump(Path(path))
 
 
-def _has_dump_json(root: Path, depth: int = 3) -> bool:
-    level = [root]
-    for _ in range(depth + 1):
-        nxt = []
-        for directory in level:
-            try:
-                children = list(directory.iterdir())
-            except OSError:
-                continue
-            if any(c.name in DUMP_FILES for c in children):
-                return True
-            nxt.extend(c for c in children if c.is_dir())
-        level = nxt
-    return False
-
-
 def plan_mindspore(request: CompareRequest) -> list[Any] | None:
-    """Jobs for a mixed or kernel layout; ``None`` for layouts the built-in planner owns."""
+    """Jobs for a mixed or kernel layout; ``None`` for layouts other planners own."""
+    if request.option("compare_mode", "auto") != "auto":
+        return None  # e.g. -m torchair
     target, golden = request.target, request.golden
     if not (target.is_dir() and golden.is_dir()):
         return None
     shared = [name for name in MIXED_FOLDERS if (target / name).is_dir() and (golden / name).is_dir()]
     if shared:
         return plan_mixed(request, shared)
-    kernel_asked = request.options.get("rank") is not None
-    if looks_like_kernel_dump(target) or (kernel_asked and not _has_dump_json(target)):
+    if request.framework in (None, "mindspore") and looks_like_kernel_dump(target):
         return plan_kernel(request)
     if request.options.get("rank") is not None or request.options.get("step") is not None:
         return filter_dump_jobs(plan_default(request), request)
