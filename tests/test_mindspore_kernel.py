@@ -54,7 +54,7 @@ def _kernel_dump(root: Path, data_dir: str, shift: float = 0.0, dtype_field: boo
 ])
 def test_every_documented_layout_is_found(tmp_path, run_probe, layout):
     _kernel_dump(tmp_path / "t", layout, shift=0.01)
-    _kernel_dump(tmp_path / "g", layout)
+    _kernel_dump(tmp_path / "g", layout.replace("20250101120000", "20250101130000"))  # another run
     result = run_probe("compare", "-tp", tmp_path / "t", "-gp", tmp_path / "g", "-o", tmp_path / "out", "-c")
     assert result.code == 0, result.err
     (report,) = (tmp_path / "out").glob("compare_result_0_0_*.csv")

@@ -115,7 +115,8 @@ def locate(directory: Path, root: Path) -> tuple[int, int, str] | None:
             rank = int(chain[-4])
         else:
             rank = 0
-    graph = chain[-2] if len(chain) >= 2 and _INT.match(chain[-2]) else ""
+    # <Net>/<graph id>/<iteration>: ops of different graphs never pair with each other
+    graph = chain[-2] if _INT.match(directory.name) and len(chain) >= 2 and _INT.match(chain[-2]) else ""
     return rank, step, graph
 
 
