@@ -36,6 +36,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "probe.builtin.exporters",
     "probe.builtin.mappers",
     "probe.builtin.commands",
+    "probe.builtin.analysis",
 )
 
 
