@@ -30,6 +30,7 @@ DTYPE = "dtype mismatch"
 SHAPE = "shape mismatch"
 REQUIRES_GRAD = "requires_grad mismatch"
 UNMATCHED_STRUCTURE = "unmatched structure"
+SMALL = "small difference"
 
 NONDETERMINISTIC = frozenset({"conv2d", "conv3d", "matmul", "nll_loss", "layer_norm", "lstm"})
 
@@ -48,6 +49,8 @@ ADVICE = {
     REQUIRES_GRAD: "requires_grad differs: a parameter is frozen in one run and trained in the other.",
     UNMATCHED_STRUCTURE: "Target rows have no golden counterpart: the networks differ in structure. "
                          "Try -fm (fuzzy match), -dm/-cm mappings, or align the models.",
+    SMALL: "No row before it differs by 1% or more: a rule fired on a relative ratio of small numbers. "
+           "This is usually the precision noise of another device or dtype; check the values before acting.",
 }
 
 
@@ -71,31 +74,58 @@ class NodeFacts:
             or self.in_dev >= DIFF_THRESHOLD or self.out_dev >= DIFF_THRESHOLD
         )
 
+    @property
+    def amplifies(self) -> bool:
+        """Whether the output differs at least :data:`AMPLIFY` times more than the (finite) inputs."""
+        return math.isfinite(self.in_dev) and self.out_dev >= AMPLIFY * max(self.in_dev, DIFF_THRESHOLD)
+
     def cause(self) -> str:
         """The cause of this node's difference, assuming it is the first node that differs."""
         if self.structural:
             return self.structural[0]
         if self.nan_out or self.nan_in:
             return NAN_PROPAGATED if self.nan_in else NAN_SOURCE
-        if self.in_dev >= DIFF_THRESHOLD and not (self.out_dev >= AMPLIFY * self.in_dev):
+        if self.in_dev >= DIFF_THRESHOLD and not self.amplifies:
             return INHERITED
+        if not self.differs:
+            return SMALL
         return INTRODUCED
 
     def relation(self) -> str:
-        """``introduced here`` or ``inherited from input`` for a node downstream of the culprit."""
-        if self.nan_in or self.in_dev >= DIFF_THRESHOLD:
-            if self.out_dev >= AMPLIFY * max(self.in_dev, DIFF_THRESHOLD) and not self.nan_in:
-                return INTRODUCED
+        """``introduced here``, ``inherited from input`` or ``small difference`` for a node after the culprit."""
+        if self.nan_in or (self.in_dev >= DIFF_THRESHOLD and not self.amplifies):
             return INHERITED
+        if not self.differs:
+            return SMALL
         return INTRODUCED
 
 
-def node_facts(node: Node, md5: bool) -> NodeFacts:
-    """Deviation, NaN/inf and structural facts of one node."""
+def _forward_of(entry: str) -> str | None:
+    """The forward entry whose saved tensors a backward entry uses (``X.0.backward`` -> ``X.0.forward``)."""
+    parts = entry.split(".")
+    for i in (len(parts) - 1, len(parts) - 2):
+        if i >= 0 and parts[i] == "backward":
+            return ".".join(parts[:i] + ["forward"] + parts[i + 1:])
+    return None
+
+
+def node_facts(node: Node, md5: bool, forward: Node | None = None) -> NodeFacts:
+    """Deviation, NaN/inf and structural facts of one node.
+
+    For a backward node, ``forward`` is its forward node: the tensors saved by the forward
+    pass are inputs of the backward pass, so their differences count as input differences.
+    """
     facts = NodeFacts(node)
+    if forward is not None:
+        saved = node_facts(forward, md5)
+        facts.in_dev = max(saved.in_dev, saved.out_dev)
+        facts.worst_in = saved.worst_out if saved.out_dev >= saved.in_dev else saved.worst_in
+        facts.nan_in = saved.nan_in or saved.nan_out
     for record in node.records:
         t, g = record.pair.target, record.pair.golden
         if g is None:
+            if facts.structural is None:
+                facts.structural = (UNMATCHED_STRUCTURE, record)
             continue
         for message in record.messages:
             if facts.structural is None:
@@ -132,6 +162,8 @@ class Advice:
     cause: str | None = None
     unmatched: int = 0
     first_unmatched: str | None = None
+    md5: bool = False
+    failing_facts: NodeFacts | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -151,7 +183,13 @@ def advise(result: CompareResult, nodes: list[Node] | None = None) -> Advice:
     """Find the first failing row of ``result`` and the node where its difference starts."""
     nodes = nodes if nodes is not None else build_nodes(result)
     md5 = result.mode.name == "md5"
-    advice = Advice(label=result.label, rank=result.rank)
+    advice = Advice(label=result.label, rank=result.rank, md5=md5)
+    by_entry = {node.entry: node for node in nodes}
+
+    def facts_of(node: Node) -> NodeFacts:
+        forward = _forward_of(node.entry)
+        return node_facts(node, md5, by_entry.get(forward) if forward else None)
+
     failing_index = None
     for node in nodes:
         for record in node.records:
@@ -167,18 +205,19 @@ def advise(result: CompareResult, nodes: list[Node] | None = None) -> Advice:
     for node in nodes[: failing_index + 1]:
         if node.is_ignored:
             continue
-        facts = node_facts(node, md5)
+        facts = facts_of(node)
         if facts.differs:
             advice.culprit = facts
             break
     if advice.culprit is None:
         # the failing row's node is judged by a rule but differs less than the threshold
-        advice.culprit = node_facts(advice.failing_node, md5)
+        advice.culprit = facts_of(advice.failing_node)
     advice.cause = advice.culprit.cause()
     if advice.culprit.node is advice.failing_node:
         advice.failing_relation = advice.cause if advice.cause in (INTRODUCED, INHERITED) else None
     else:
-        advice.failing_relation = node_facts(advice.failing_node, md5).relation()
+        advice.failing_facts = facts_of(advice.failing_node)
+        advice.failing_relation = advice.failing_facts.relation()
     return advice
 
 
@@ -217,8 +256,8 @@ def explain(advice: Advice) -> list[tuple[str, str]]:
         lines.append(("Suspect node", f"{node.entry} ({where})"))
         lines.append(("Cause", f"{advice.cause}: {_cause_detail(advice)}"))
         if node is not advice.failing_node and advice.failing_relation:
-            lines.append(("Failing row", f"{advice.failing_relation}: {advice.failing_node.entry} is downstream "
-                                         f"of {node.entry}"))
+            lines.append(("Failing row", f"{advice.failing_relation}: {advice.failing_node.entry} runs after "
+                                         f"{node.entry}; {_relation_detail(advice)}"))
         stack = node.stack_line()
         if stack:
             lines.append(("Stack", stack))
@@ -229,12 +268,30 @@ def explain(advice: Advice) -> list[tuple[str, str]]:
     return lines
 
 
+def _relation_detail(advice: Advice) -> str:
+    facts = advice.failing_facts
+    assert facts is not None
+    if advice.failing_relation == SMALL:
+        return f"it differs by only {_pct(max(facts.in_dev, facts.out_dev))}"
+    if advice.failing_relation == INHERITED:
+        return f"its inputs already differ by {_pct(facts.in_dev)}, its outputs by {_pct(facts.out_dev)}"
+    if facts.in_dev >= DIFF_THRESHOLD:
+        return f"it amplifies an input difference of {_pct(facts.in_dev)} to {_pct(facts.out_dev)}"
+    return f"its inputs match, its outputs differ by {_pct(facts.out_dev)}: a second, independent source"
+
+
 def _cause_detail(advice: Advice) -> str:
     facts = advice.culprit
     assert facts is not None
     cause = advice.cause
+    if cause == UNMATCHED_STRUCTURE and facts.structural:
+        return f"{facts.structural[1].name} has no golden counterpart"
     if cause in (DTYPE, SHAPE, REQUIRES_GRAD) and facts.structural:
         return _row_text(facts.structural[1])
+    if cause == SMALL:
+        worst = facts.worst_out or facts.worst_in
+        name = worst.name if worst else "its rows"
+        return f"{name} differs by only {_pct(max(facts.in_dev, facts.out_dev))}"
     if cause == NAN_SOURCE:
         return "its inputs are finite, its output holds NaN/inf"
     if cause == NAN_PROPAGATED:
@@ -245,6 +302,8 @@ def _cause_detail(advice: Advice) -> str:
     worst = facts.worst_out.name if facts.worst_out else "its output"
     if facts.in_dev >= DIFF_THRESHOLD:
         return f"inputs differ by {_pct(facts.in_dev)}, {worst} by {_pct(facts.out_dev)} (amplified here)"
+    if facts.nan_in or facts.nan_out:
+        return f"{worst} holds NaN/inf"
     return f"inputs match (within {_pct(max(facts.in_dev, 0.0))}), {worst} differs by {_pct(facts.out_dev)}"
 
 

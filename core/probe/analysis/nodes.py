@@ -218,6 +218,10 @@ def _judge_da(node: Node, md5: bool) -> None:
                 node.is_same = False
                 node.trip = Trip(record.name, column, text)
                 return
+        if has_nan_inf(t.stats) and not has_nan_inf(g.stats):
+            node.is_same = False
+            node.trip = Trip(record.name, "NaN/inf", f"NPU max {display_stat(t.stats[0])}, min {display_stat(t.stats[1])}")
+            return
 
 
 def _peer_values(records: Iterable[RowResult]) -> dict[str, Any]:
