@@ -32,7 +32,6 @@ def _fraction(text: str) -> float | None:
 
 def first_diff_from_msprobe_csv(path: Path, md5: bool = False, stop_at_comm: bool = False) -> str | None:
     """msProbe's -da rule applied to one of msProbe's CSV reports: the first differing entry."""
-    entries: dict[str, bool] = {}
     with open(path, newline="", encoding="utf-8") as handle:
         for row in csv.DictReader(handle):
             name = row["NPU Name"]

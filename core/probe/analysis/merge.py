@@ -213,6 +213,8 @@ def read_rank(rank: int, files: list[Path], apis: list[str]) -> RankTable:
 
 def valid_indexes(table: RankTable) -> list[str]:
     """Metrics that can be merged for this table's mode, in report order."""
+    if table.mode == "md5":
+        return []
     if table.mode == "statistics":
         base = list(STAT_INDEXES)
     else:

@@ -83,6 +83,10 @@ class DiffAnalyzer:
                     stack = node.stack_line()
                     if stack:
                         out.print(Text(f"    {stack}", style="dim"))
+                    earlier = [r.name for n in by_rank[rank][: node.index] for r in n.records if not r.matched]
+                    if earlier:
+                        out.print(Text(f"    note: {len(earlier)} target row(s) before it have no golden "
+                                       f"counterpart (first: {earlier[0]})", style="yellow"))
         for path in written:
             out.print(f"diff analyze: {path}")
         return written
