@@ -15,7 +15,7 @@ from probe.jobs import CompareRequest
 from probe.model import Summary
 from probe.pipeline import JobOutcome, run_compare
 
-err_console = Console(file=sys.stderr)
+err_console = Console(stderr=True)
 
 
 def _progress() -> Progress:
@@ -72,15 +72,20 @@ def report(outcomes: list[JobOutcome], request: CompareRequest, fail_on: str) ->
         problems.extend(outcome.problems)
     for outcome in outcomes:
         files.extend(outcome.summary.files)
-    out = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    out = Console(highlight=False, soft_wrap=True)
     if total.rows:
         table = Table(title="probe compare", show_header=True)
+        table.add_column("job")
         for column in ("rows", "pass", "warning", "error", "unmatched", "golden only"):
             table.add_column(column, justify="right")
-        table.add_row(
-            str(total.rows), str(total.passed), f"[yellow]{total.warnings}[/yellow]",
-            f"[red]{total.errors}[/red]", str(total.unmatched), str(total.golden_only),
-        )
+        shown = [(o.label, o.summary) for o in outcomes if not o.error]
+        if len(shown) > 1:
+            shown.append(("total", total))
+        for label, s in shown:
+            table.add_row(
+                label, str(s.rows), str(s.passed), f"[yellow]{s.warnings}[/yellow]",
+                f"[red]{s.errors}[/red]", str(s.unmatched), str(s.golden_only),
+            )
         out.print(table)
         if total.first_error:
             out.print(f"first error: [bold]{total.first_error}[/bold]")

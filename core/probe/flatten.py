@@ -62,6 +62,8 @@ def leaf_row(name: str, entry: str, state: str, leaf: dict[str, Any] | None) -> 
         return row
     data_name = leaf.get("data_name") or "-1"
     if data_name != "-1":
+        if "/" in data_name or "\\" in data_name or data_name in (".", ".."):
+            raise InputError(f"data_name {data_name!r} of {entry} points outside its dump directory")
         dot = data_name.rfind(".")
         name = data_name[:dot] if dot > 0 else data_name
     rg = leaf.get("requires_grad")

@@ -104,7 +104,9 @@ class AdvisorAnalyzer:
         written: list[Path] = []
         out = _out()
         for subdir, group in _by_step(results).items():
-            advices = [advise(result) for result in group]
+            advices = [advise(result) for result in group if result.records]
+            if not advices:
+                continue
             directory = _directory(request, subdir)
             if directory is not None:
                 path = unique_path(directory, f"advisor_{timestamp()}", ".txt")

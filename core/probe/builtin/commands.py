@@ -129,7 +129,7 @@ def run_plugins_command(args: argparse.Namespace, host: Any) -> int:
             h.removeprefix("probe_") for h in info.hooks
         )
         table.add_row(info.name, info.distribution, info.version, hooks)
-    Console(file=sys.stdout).print(table)
+    Console().print(table)
     return 1 if host.broken_plugins() else 0
 
 

@@ -76,9 +76,9 @@ def stat_cells(row: RowResult) -> list[Any]:
 
 
 def requires_grad_consistent(row: RowResult) -> bool:
-    """String equality of the two Requires_grad cells (False when unmatched)."""
+    """String equality of the two Requires_grad cells (an unmatched golden cell reads ``N/A``)."""
     g = row.pair.golden
-    return g is not None and row.pair.target.requires_grad == g.requires_grad
+    return row.pair.target.requires_grad == (g.requires_grad if g is not None else NA)
 
 
 def err_message(row: RowResult) -> str:

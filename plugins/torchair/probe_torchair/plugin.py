@@ -1,0 +1,59 @@
+"""probe hooks of the TorchAir plugin (``probe compare -m torchair`` / ``--framework torchair``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from probe.hookspecs import hookimpl
+
+NAME = "torchair"
+
+
+def _is_torchair(request: Any) -> bool:
+    return request.framework == NAME or request.option("compare_mode") == NAME
+
+
+@hookimpl
+def probe_add_compare_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("TorchAir (-m torchair)")
+    if "--rank" not in parser._option_string_actions:  # another plugin may own --rank
+        group.add_argument("--rank", dest="rank", default=None, metavar="R[,R]",
+                           help="ranks to compare (default: every rank found on both sides)")
+    group.add_argument("--fx-token-offset", dest="fx_token_offset", type=int, choices=(0, 1),
+                       default=None,
+                       help="FX token directory number minus token id (default: 1 for the "
+                            "data_dump/{token+1}/gm_*_dump layout, else 0)")
+
+
+@hookimpl
+def probe_plan_compare(request: Any) -> list[Any] | None:
+    if not _is_torchair(request):
+        return None
+    from probe_torchair.jobs import plan
+    from probe_torchair.layout import parse_rank_option
+
+    return plan(
+        Path(request.target), Path(request.golden),
+        ranks=parse_rank_option(request.option("rank"), request.target),
+        mode=request.option("metric_mode"),
+        token_offset=request.option("fx_token_offset"),
+    )
+
+
+@hookimpl
+def probe_detect_framework(path: str) -> str | None:
+    """A directory holding GE graph files or ``worldsize*_global_rank*`` dirs is TorchAir."""
+    if not os.path.isdir(path):
+        return None
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return None
+    if any(n.startswith("dynamo_original_graph_") and n.endswith(".txt") for n in names):
+        return NAME
+    from probe_torchair.layout import rank_dirs
+
+    return NAME if rank_dirs(Path(path)) else None
