@@ -266,6 +266,11 @@ def _parse_ranks(value: Any) -> tuple[int, ...] | None:
     return ranks or None
 
 
+def analysable(result: CompareResult) -> bool:
+    """Whether ``result`` holds row results with target/golden pairs (plugin jobs may hold other records)."""
+    return bool(result.records) and hasattr(result.records[0], "pair")
+
+
 def build_nodes(result: CompareResult, rank: int | None = None) -> list[Node]:
     """The nodes of one result in target order, each judged with the ``-da`` rule."""
     rank = result.rank if rank is None else rank

@@ -13,6 +13,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from probe.analysis import nodes_by_rank
+from probe.analysis.nodes import analysable
 from probe.analysis.advisor import advise, advisor_text, explain
 from probe.analysis.collective import check_collectives
 from probe.analysis.da_json import write_diff_analyze, write_rank_json
@@ -28,10 +29,11 @@ def _out() -> Console:
 
 
 def _by_step(results: list[CompareResult]) -> dict[str, list[CompareResult]]:
-    """Results grouped by their output sub-folder (one group per step)."""
+    """Analysable results grouped by their output sub-folder (one group per step)."""
     groups: dict[str, list[CompareResult]] = defaultdict(list)
     for result in results:
-        groups[result.output_subdir].append(result)
+        if analysable(result):
+            groups[result.output_subdir].append(result)
     return dict(groups)
 
 
@@ -104,9 +106,7 @@ class AdvisorAnalyzer:
         written: list[Path] = []
         out = _out()
         for subdir, group in _by_step(results).items():
-            advices = [advise(result) for result in group if result.records]
-            if not advices:
-                continue
+            advices = [advise(result) for result in group]
             directory = _directory(request, subdir)
             if directory is not None:
                 path = unique_path(directory, f"advisor_{timestamp()}", ".txt")
