@@ -161,8 +161,11 @@ def compare_dumps(
 def compare_dump_pair(job: DumpPairJob, host: Host, request: CompareRequest, progress: Any = None) -> CompareResult:
     """Run the built-in job: load both dump files and compare them."""
     progress = progress or _no_progress
+    advance = progress(f"{job.label} read dumps", 2)
     target = load_dump(job.target_file, host)
+    advance(1)
     golden = load_dump(job.golden_file, host, with_stack=False)
+    advance(1)
     for dump in (target, golden):
         if dump.skipped_entries:
             log.warning(

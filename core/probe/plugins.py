@@ -36,6 +36,8 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "probe.builtin.exporters",
     "probe.builtin.mappers",
     "probe.builtin.commands",
+    "probe.builtin.graph_commands",
+    "probe.builtin.analysis",
 )
 
 

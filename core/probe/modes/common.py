@@ -141,3 +141,18 @@ def canonical_dtype(dtype: str) -> str:
     if dtype.startswith("torch."):
         return dtype[6:]
     return _MS_DTYPES.get(dtype, dtype)
+
+
+def render_cells(row: RowResult, with_stack: bool, with_stats: bool = True) -> list[Any]:
+    """The cells every mode shares: common columns, metrics, [stats], consistency, verdict,
+    Err_message and [stack], in report order."""
+    cells = common_cells(row)
+    cells.extend(row.metrics)
+    if with_stats:
+        cells.extend(stat_cells(row))
+    cells.append(requires_grad_consistent(row))
+    cells.append(row.verdict)
+    cells.append(err_message(row))
+    if with_stack:
+        cells.append(row.extra.get("stack", NA))
+    return cells

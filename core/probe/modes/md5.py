@@ -53,11 +53,4 @@ class Md5Mode:
                     r.raise_to(ERROR, MSG_CRC)
 
     def render(self, row: RowResult, with_stack: bool) -> list[Any]:
-        cells = common.common_cells(row)
-        cells.extend(row.metrics)
-        cells.append(common.requires_grad_consistent(row))
-        cells.append(row.verdict)
-        cells.append(common.err_message(row))
-        if with_stack:
-            cells.append(row.extra.get("stack", NA))
-        return cells
+        return common.render_cells(row, with_stack, with_stats=False)

@@ -152,15 +152,7 @@ class StatisticsMode:
         return early, late
 
     def render(self, row: RowResult, with_stack: bool) -> list[Any]:
-        cells = common.common_cells(row)
-        cells.extend(row.metrics)
-        cells.extend(common.stat_cells(row))
-        cells.append(common.requires_grad_consistent(row))
-        cells.append(row.verdict)
-        cells.append(common.err_message(row))
-        if with_stack:
-            cells.append(row.extra.get("stack", NA))
-        return cells
+        return common.render_cells(row, with_stack)
 
 
 def judge_group(group: list[RowResult], cross_rules) -> None:

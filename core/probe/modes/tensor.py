@@ -169,14 +169,7 @@ class TensorMode:
             r.extra[ACCURACY_COLUMN] = accuracy_reached(r)
 
     def render(self, row: RowResult, with_stack: bool) -> list[Any]:
-        cells = common.common_cells(row)
-        cells.extend(row.metrics)
-        cells.extend(common.stat_cells(row))
-        cells.append(common.requires_grad_consistent(row))
-        cells.append(row.verdict)
-        cells.append(common.err_message(row))
-        if with_stack:
-            cells.append(row.extra.get("stack", NA))
+        cells = common.render_cells(row, with_stack)
         t, g = row.pair.target, row.pair.golden
         cells.append(str([t.data_name, NA if g is None else g.data_name]))
         cells.append(row.extra.get(ACCURACY_COLUMN, ""))

@@ -1,0 +1,151 @@
+"""Built-in commands ``graph_visualize`` (alias ``graph``) and ``view``."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from probe.errors import InputError
+from probe.hookspecs import hookimpl
+from probe.model import Command
+
+GRAPH_EPILOG = """examples:
+  probe graph -tp target/step0/rank0 -o out                         # build one graph
+  probe graph -tp target -gp golden -o out --html                   # compare every step/rank, plus HTML
+  probe graph -tp t -gp g -o out -oc -fm                            # overflow levels, fuzzy matching
+  probe graph -tp ms -gp pt -o out -lm layer_mapping.yaml           # cross-framework
+  probe graph -tp t/step0 -gp g/step0 -o out --rank_size 2 1 --tp 2 1 --pp 1 1
+  probe view out/compare_20260101120000.vis.db                     # self-contained HTML viewer
+"""
+VIEW_EPILOG = """examples:
+  probe view out/compare_20260101120000.vis.db                     # -> out/compare_20260101120000.html
+  probe view out/build_20260101120000.vis.db --step 1 --rank 3 -o rank3.html
+"""
+_ORDER_RE = re.compile(r"^[a-z]+(-[a-z]+)*$")
+
+
+def add_graph_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``probe graph_visualize`` (msProbe's spelling)."""
+    parser.add_argument("-tp", "--target_path", required=True, metavar="TARGET",
+                        help="target (NPU) dump directory: one rank, a step dir of rank*/, or a root of step*/")
+    parser.add_argument("-gp", "--golden_path", metavar="GOLDEN", help="golden (bench) dump: switches build to compare")
+    parser.add_argument("-o", "--output_path", required=True, metavar="DIR", help="output directory")
+    parser.add_argument("-lm", "--layer_mapping", nargs="?", const=True, metavar="FILE",
+                        help="layer mapping YAML ({Class: {target attr: golden attr}}) or node/row pairs "
+                             "exported by the viewer")
+    parser.add_argument("-oc", "--overflow_check", action="store_true", help="fill NaN/Inf anomaly levels")
+    parser.add_argument("-fm", "--fuzzy_match", action="store_true", help="match ignoring call indices")
+    parser.add_argument("-tensor_log", "--is_print_compare_log", dest="tensor_log", action="store_true",
+                        help="log every compared node")
+    parser.add_argument("-progress_log", "--is_print_progress_log", dest="progress_log", action="store_true",
+                        help="print PROGRESS: {json} lines")
+    parser.add_argument("--html", action="store_true", help="also write a self-contained HTML viewer")
+    merge = parser.add_argument_group("parallel merge (one value per side)")
+    merge.add_argument("--rank_size", type=int, nargs="+", metavar="N")
+    merge.add_argument("--tp", type=int, nargs="+", metavar="N")
+    merge.add_argument("--pp", type=int, nargs="+", metavar="N")
+    merge.add_argument("--vpp", type=int, nargs="+", metavar="N")
+    merge.add_argument("--order", nargs="+", metavar="ORDER")
+    parser.add_argument("--file_type", choices=("db", "json"), default="db", help=argparse.SUPPRESS)
+
+
+def merge_options(args: argparse.Namespace) -> list:
+    """Per-side parallel-merge options (empty when ``--rank_size`` is absent)."""
+    from probe.graph.service import MergeOptions
+
+    if not args.rank_size:
+        return []
+    sides = 2 if args.golden_path else 1
+    if args.tp is None or args.pp is None:
+        raise InputError("--tp and --pp are required with --rank_size")
+
+    def values(name: str, default):
+        given = getattr(args, name)
+        if given is None:
+            return [default] * sides
+        if len(given) != sides:
+            raise InputError(f"--{name} needs {sides} value(s), one per side; got {len(given)}")
+        return given
+
+    out = []
+    for rank_size, tp, pp, vpp, order in zip(
+        values("rank_size", 1), values("tp", 1), values("pp", 1), values("vpp", 1), values("order", "tp-cp-ep-dp-pp")
+    ):
+        if min(rank_size, tp, pp, vpp) < 1:
+            raise InputError("--rank_size/--tp/--pp/--vpp must be positive")
+        if rank_size % tp or rank_size % pp or tp * pp > rank_size:
+            raise InputError(f"--tp {tp} and --pp {pp} must divide --rank_size {rank_size} (and tp*pp <= rank_size)")
+        if vpp > 1 and pp == 1:
+            raise InputError("--vpp > 1 needs --pp > 1")
+        if not _ORDER_RE.match(order):
+            raise InputError(f"--order {order!r} must be lower-case letters joined by '-'")
+        out.append(MergeOptions(rank_size, tp, pp, vpp, order))
+    return out
+
+
+def run_graph_command(args: argparse.Namespace, host) -> int:
+    """Run ``graph_visualize``."""
+    from probe.graph.service import GraphOptions, run_graph
+    from probe.io import prepare_output_dir
+
+    mapping = args.layer_mapping
+    if mapping is True:
+        raise InputError("-lm needs a mapping file (layer mapping YAML or exported node pairs)")
+    if mapping is not None and not Path(mapping).is_file():
+        raise InputError("mapping file does not exist", mapping)
+    if args.file_type == "json" and (args.golden_path or not args.rank_size):
+        raise InputError("--file_type json is only supported for a parallel-merge build")
+    options = GraphOptions(
+        target=Path(args.target_path),
+        golden=Path(args.golden_path) if args.golden_path else None,
+        output=prepare_output_dir(Path(args.output_path)),
+        layer_mapping=Path(mapping) if mapping else None,
+        overflow_check=args.overflow_check,
+        fuzzy_match=args.fuzzy_match,
+        tensor_log=args.tensor_log,
+        progress_log=args.progress_log,
+        merge=merge_options(args),
+        html=args.html,
+    )
+    run = run_graph(options, host)
+    print(f"graph written: {run.db} ({run.nodes} nodes)")
+    if run.html:
+        print(f"viewer written: {run.html}")
+    return 0
+
+
+def add_view_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``probe view``."""
+    parser.add_argument("db", metavar="VIS_DB", help="a build_*.vis.db or compare_*.vis.db")
+    parser.add_argument("-o", "--output", metavar="HTML", help="output file (default: next to the db, .html)")
+    parser.add_argument("--step", type=int, default=None, help="step to show (default: the first)")
+    parser.add_argument("--rank", type=int, default=None, help="rank to show (default: the first)")
+
+
+def run_view_command(args: argparse.Namespace, host) -> int:
+    """Run ``view``: write the self-contained HTML viewer of a .vis.db."""
+    from probe.viewer.writer import write_html
+
+    out = write_html(Path(args.db), Path(args.output) if args.output else None, step=args.step, rank=args.rank)
+    print(f"viewer written: {out}")
+    return 0
+
+
+@hookimpl
+def probe_register_commands(register) -> None:
+    register.add("graph_visualize", Command(
+        name="graph_visualize",
+        help="build or compare hierarchical graphs (.vis.db for TensorBoard, optional HTML)",
+        add_arguments=add_graph_arguments,
+        run=run_graph_command,
+        aliases=("graph",),
+        epilog=GRAPH_EPILOG,
+    ))
+    register.add("view", Command(
+        name="view",
+        help="write a self-contained HTML viewer of a .vis.db (no server needed)",
+        add_arguments=add_view_arguments,
+        run=run_view_command,
+        epilog=VIEW_EPILOG,
+    ))

@@ -1,0 +1,264 @@
+"""Build one graph from ``construct.json`` + ``dump.json`` + ``stack.json`` (msProbe rules)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from probe.dumps import load_stack
+from probe.errors import InputError
+from probe.flatten import RowList, entry_kind, flatten_entry
+from probe.jsonio import read_json
+from probe.model import DumpInfo, FlatDump
+
+from probe.graph.node import API, COLLECTION, COLLECTION_PREFIX, MODULE, NPU, Graph, GraphNode
+
+MICRO_STEP_KEY = "megatron_micro_step_number"
+_PARAM_GRAD_RE = re.compile(r"^(?P<prefix>.+)\.parameters_grad(?:\.\d+)?$")
+NO_STACK_TWIN = "The backward node has no stack of its own and no forward counterpart."
+
+
+def forward_twin(name: str) -> str | None:
+    """The forward name of a backward node (``X.backward.N`` -> ``X.forward.N``,
+    ``X.N.backward`` -> ``X.N.forward``), or ``None`` for other names."""
+    parts = name.split(".")
+    if len(parts) >= 2 and parts[-2] == "backward":
+        parts[-2] = "forward"
+        return ".".join(parts)
+    if parts[-1] == "backward":
+        parts[-1] = "forward"
+        return ".".join(parts)
+    return None
+
+
+def to_backward(name: str) -> str:
+    """Rename every ``forward`` segment of ``name`` to ``backward``."""
+    return ".".join("backward" if p == "forward" else p for p in name.split("."))
+
+
+def _is_module_backward(name: str) -> bool:
+    parts = name.split(".")
+    return len(parts) >= 2 and parts[-2] == "backward" and parts[-1].isdigit()
+
+
+def read_construct(path: Path) -> tuple[dict[str, str | None], dict[str, int] | None]:
+    """Parent of every node (and Megatron micro-step ids when the file carries them)."""
+    doc = read_json(path)
+    if not isinstance(doc, dict):
+        raise InputError("is not a construct file (top level is not an object)", path)
+    micro: dict[str, int] | None = None
+    if MICRO_STEP_KEY in doc:
+        doc = {k: v for k, v in doc.items() if k != MICRO_STEP_KEY}
+        micro = {}
+        parents: dict[str, str | None] = {}
+        for name, value in doc.items():
+            if not (isinstance(value, list) and len(value) == 2):
+                raise InputError(f"entry {name} is not a [parent, micro step] pair", path)
+            parents[name] = value[0]
+            micro[name] = int(value[1])
+        return parents, micro
+    for name, value in doc.items():
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"entry {name} has a parent that is not a string or null", path)
+    return doc, None
+
+
+def resolve_parent(name: str, parent: str | None, construct: dict[str, str | None]) -> str | None:
+    """The parent msProbe uses for ``name`` (§ parent resolution), ``None`` for the root."""
+    twin = forward_twin(name)
+    if parent is not None:
+        if twin is not None and _is_module_backward(name):
+            child_prefix = name.split(".")[:-4]
+            parent_prefix = parent.split(".")[:-3]
+            if child_prefix != parent_prefix and twin in construct:
+                fwd_parent = construct[twin]
+                if fwd_parent is None:
+                    return None
+                candidate = to_backward(fwd_parent)
+                if candidate in construct:
+                    return candidate
+        return parent
+    if twin is not None and twin in construct:
+        fwd_parent = construct[twin]
+        if fwd_parent is not None:
+            candidate = to_backward(fwd_parent)
+            if candidate in construct:
+                return candidate
+    return None
+
+
+def _attach(graph: Graph, node: GraphNode, parent_name: str | None) -> None:
+    parent = graph.root if parent_name is None else graph.get_or_create(parent_name)
+    probe_node: GraphNode | None = parent
+    while probe_node is not None:  # never create a cycle
+        if probe_node is node:
+            parent = graph.root
+            break
+        probe_node = probe_node.parent
+    parent.add_child(node)
+
+
+def _wrap_collections(graph: Graph) -> None:
+    """Wrap every run of >= 2 consecutive API children of the root in ``Apis_Between_Modules.<k>``."""
+    new_children: list[GraphNode] = []
+    run: list[GraphNode] = []
+    count = 0
+
+    def flush() -> None:
+        nonlocal count
+        if len(run) >= 2:
+            name = f"{COLLECTION_PREFIX}.{count}"
+            while name in graph.nodes:
+                count += 1
+                name = f"{COLLECTION_PREFIX}.{count}"
+            count += 1
+            coll = GraphNode(name, COLLECTION)
+            graph.nodes[name] = coll
+            coll.parent = graph.root
+            for api in run:
+                coll.add_child(api)
+            new_children.append(coll)
+        else:
+            new_children.extend(run)
+        run.clear()
+
+    for child in graph.root.children:
+        if child.kind == API:
+            run.append(child)
+        else:
+            flush()
+            new_children.append(child)
+    flush()
+    graph.root.children = new_children
+
+
+def _add_parameter_grads(graph: Graph, grads: list[tuple[str, str]]) -> None:
+    """Attach each ``<Prefix>.parameters_grad[.N]`` node under the module's last backward call."""
+    last_backward: dict[str, tuple[int, GraphNode]] = {}
+    for node in graph.nodes.values():
+        parts = node.name.split(".")
+        if len(parts) >= 3 and parts[-2] == "backward" and parts[-1].isdigit():
+            prefix = ".".join(parts[:-2])
+            index = int(parts[-1])
+            if prefix not in last_backward or index > last_backward[prefix][0]:
+                last_backward[prefix] = (index, node)
+    for name, prefix in grads:
+        node = graph.get_or_create(name)
+        node.kind = MODULE
+        if node.parent is not None:
+            continue
+        owner = last_backward.get(prefix)
+        (owner[1] if owner else graph.root).add_child(node)
+
+
+def assign_micro_steps(graph: Graph) -> None:
+    """Split the root's children into micro steps; descendants inherit their top node's id."""
+    current = 0
+    seen_non_forward = False
+    for child in graph.root.children:
+        if child.kind == MODULE:
+            if ".forward." in child.name:
+                if seen_non_forward:
+                    current += 1
+                    seen_non_forward = False
+            else:
+                seen_non_forward = True
+        _set_micro_step(child, current)
+    graph.micro_steps = current + 1
+
+
+def _set_micro_step(top: GraphNode, value: int) -> None:
+    stack = [top]
+    while stack:
+        node = stack.pop()
+        node.micro_step = value
+        stack.extend(node.children)
+
+
+def _stack_of(name: str, stacks: dict[str, list[str]]) -> list[str]:
+    if name in stacks:
+        return stacks[name]
+    twin = forward_twin(name)
+    if twin is None:
+        return []
+    if _is_module_backward(name):
+        twin = twin.rsplit(".", 1)[0] + ".0"
+    return stacks.get(twin, [NO_STACK_TWIN])
+
+
+def build_graph(directory: Path, side: str = NPU, step: int = 0, rank: int = 0) -> Graph:
+    """Build the graph of one dump directory."""
+    directory = Path(directory)
+    dump_path = directory / "dump.json"
+    construct_path = directory / "construct.json"
+    doc = read_json(dump_path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("data"), dict):
+        raise InputError("is not an msProbe dump (no 'data' object)", dump_path)
+    data: dict[str, Any] = doc["data"]
+    construct: dict[str, str | None] = {}
+    micro: dict[str, int] | None = None
+    if construct_path.exists():
+        construct, micro = read_construct(construct_path)
+    stacks = load_stack(directory / "stack.json") or {}
+
+    graph = Graph(side, step, rank)
+    graph.task = str(doc.get("task") or "statistics")
+    graph.framework = str(doc.get("framework") or "pytorch")
+    graph.source = str(directory)
+    if doc.get("dump_data_dir") or (directory / "dump_tensor_data").is_dir():
+        graph.dump_data_dir = str(directory / "dump_tensor_data")
+
+    for name, parent in construct.items():
+        node = graph.get_or_create(name)
+        if node.parent is not None or node is graph.root:
+            continue
+        _attach(graph, node, resolve_parent(name, parent, construct))
+    grads: list[tuple[str, str]] = []
+    for name in data:
+        match = _PARAM_GRAD_RE.match(name)
+        if match:
+            if name not in graph.nodes:
+                grads.append((name, match.group("prefix")))
+            continue
+        if name not in graph.nodes and entry_kind(name) is not None:
+            graph.root.add_child(graph.get_or_create(name))  # not in construct.json (e.g. L1 dumps)
+    for node in list(graph.nodes.values()):  # named only as a parent: hang it on the root
+        if node.parent is None and node is not graph.root:
+            graph.root.add_child(node)
+
+    _wrap_collections(graph)
+    _add_parameter_grads(graph, grads)
+    _fill_data(graph, data, stacks, dump_path)
+    if micro is not None:
+        for node in graph.postorder():
+            node.micro_step = micro.get(node.name, node.parent.micro_step if node.parent else 0)
+        for coll in graph.root.children:
+            if coll.kind == COLLECTION and coll.children:
+                coll.micro_step = coll.children[0].micro_step
+        graph.micro_steps = max(micro.values(), default=0) + 1
+    else:
+        assign_micro_steps(graph)
+    graph.number()
+    return graph
+
+
+def _fill_data(graph: Graph, data: dict[str, Any], stacks: dict[str, list[str]], dump_path: Path) -> None:
+    rows = RowList()
+    for name, node in graph.nodes.items():
+        node.stack = _stack_of(name, stacks) if node.kind != COLLECTION and node is not graph.root else []
+        body = data.get(name)
+        if body is None:
+            continue
+        kind = entry_kind(name) or "forward"
+        start = len(rows)
+        try:
+            flatten_entry(name, body, kind, rows)
+        except InputError as exc:
+            raise InputError(exc.problem, dump_path) from None
+        node.has_data = True
+        for row in rows[start:]:
+            (node.outputs if row.state == "output" else node.inputs).append(row)
+    graph.has_md5 = rows.has_md5
+    info = DumpInfo(path=dump_path, framework=graph.framework, task=graph.task)
+    graph.dump = FlatDump(info=info, rows=rows, stack=stacks, has_md5=rows.has_md5, entry_count=len(data))

@@ -1,0 +1,1 @@
+"""A self-contained HTML viewer of ``.vis.db`` graphs (no server, no TensorBoard)."""

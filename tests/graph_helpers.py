@@ -1,0 +1,27 @@
+"""Shared helpers of the graph tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DATA = Path(__file__).parent / "data" / "graph"
+
+
+def host():
+    """A host with the built-in plugins only (metric modes, commands)."""
+    from probe.plugins import Host
+
+    return Host(entrypoints=False)
+
+
+def run(tmp_path: Path, target: str, golden: str | None = None, **kwargs):
+    """Run graph_visualize on test data directories; returns the GraphRun."""
+    from probe.graph.service import GraphOptions, run_graph
+
+    options = GraphOptions(
+        target=DATA / target,
+        golden=DATA / golden if golden else None,
+        output=tmp_path,
+        **kwargs,
+    )
+    return run_graph(options, host())

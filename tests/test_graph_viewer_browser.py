@@ -1,0 +1,131 @@
+"""End to end: the HTML viewer in headless Chromium (search, precision filter, expand, details)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from graph_helpers import run
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = "/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists() else shutil.which("chromedriver")
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture()
+def browser():
+    if not CHROMIUM or not DRIVER:
+        pytest.skip("headless Chromium/chromedriver not installed (run .ci/install-browser.sh)")
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium not installed (pip install -r tests/requirements-graph.txt)")
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="probe-chromium-")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 f"--user-data-dir={profile}", "--window-size=1600,1000"):
+        opts.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
+    driver.implicitly_wait(0)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def _wait(driver, predicate, timeout=10.0):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout).until(lambda d: predicate(d))
+
+
+def test_viewer_search_filter_expand(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    result = run(tmp_path, "stat_target", "stat_golden", html=True)
+    browser.get(result.html.as_uri())
+    _wait(browser, lambda d: d.execute_script("return document.body.dataset.ready") == "1")
+    assert browser.execute_script("return window.__errors || null") is None
+    npu_rows = browser.find_elements(By.CSS_SELECTOR, "#pane-NPU .tree .row")
+    labels = [r.get_attribute("data-name") for r in npu_rows]
+    assert "DefaultModel" in labels and "Module.conv.Conv2d.backward.0" in labels  # root expanded
+    assert "Functional.conv2d.0.backward" not in labels  # lazy: children of collapsed nodes absent
+
+    # fuzzy, case-insensitive search, then jump to the node
+    browser.find_element(By.ID, "search").send_keys("CONV2D BACKW")
+    _wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#result-list li")) > 0)
+    items = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#result-list li")]
+    assert items[0].startswith("Functional.conv2d.0.backward") or items[0].startswith("Module.conv.Conv2d.backward.0")
+    target = browser.find_element(
+        By.CSS_SELECTOR, '#result-list li[data-side="NPU"][data-name="Functional.conv2d.0.backward"]')
+    target.click()
+    _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, '#pane-NPU .row.selected[data-name="Functional.conv2d.0.backward"]'))
+    # synced: the golden twin is revealed and selected too
+    assert browser.find_elements(By.CSS_SELECTOR, '#pane-Bench .row.selected[data-name="Functional.conv2d.0.backward"]')
+    assert browser.find_element(By.ID, "details-name").text == "Functional.conv2d.0.backward"
+    assert browser.find_element(By.ID, "details-verdict").text == "warning"
+    details = browser.find_element(By.ID, "details").text
+    assert "NormRelativeErr" in details and "Stack" in details
+
+    # precision filter: warning nodes listed, the conv2d backward among them
+    browser.find_element(By.ID, "search").clear()
+    browser.find_element(By.ID, "filter-warning").click()
+    _wait(browser, lambda d: "warning" in d.find_element(By.ID, "results-title").text)
+    items = browser.find_elements(By.CSS_SELECTOR, "#result-list li")
+    assert "Functional.conv2d.0.backward" in [li.get_attribute("data-name") for li in items]
+    assert {li.get_attribute("data-note") for li in items} == {"warning"}
+
+    # expand a collapsed module by its toggle: children appear in both panes (synced)
+    toggle = browser.find_element(By.CSS_SELECTOR, '#pane-NPU .row[data-name="Module.fc.Linear.backward.0"] .toggle')
+    toggle.click()
+    _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, '#pane-NPU .row[data-name="Functional.linear.0.backward"]'))
+    assert browser.find_elements(By.CSS_SELECTOR, '#pane-Bench .row[data-name="Functional.linear.0.backward"]')
+    color = browser.find_element(By.CSS_SELECTOR, '#pane-NPU .row[data-name="Functional.conv2d.0.backward"]').value_of_css_property("background-color")
+    assert color == "rgba(255, 220, 127, 1)"  # the warning colour of the legend (#FFDC7F)
+    shot = tmp_path / "viewer.png"
+    browser.save_screenshot(str(shot))
+    assert shot.stat().st_size > 10_000
+
+
+def test_viewer_manual_match_exports_mapping(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    from probe.graph.matching import load_mapping, node_pairs
+    from probe.graph.build import build_graph
+    from graph_helpers import DATA
+
+    result = run(tmp_path, "fuzzy_target", "fuzzy_golden", html=True)
+    browser.get(result.html.as_uri())
+    _wait(browser, lambda d: d.execute_script("return document.body.dataset.ready") == "1")
+    browser.find_element(By.ID, "filter-unmatched").click()
+    _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#result-list li"))
+    first = browser.find_elements(By.CSS_SELECTOR, "#result-list li")[0]
+    npu_name = first.get_attribute("data-name")
+    first.click()
+    assert browser.find_element(By.ID, "pick-npu").text == npu_name
+    # pick an unmatched golden node of the same API through the search list
+    api = npu_name.split(".")[1]
+    browser.find_element(By.ID, "search").send_keys(api)
+    _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, '#result-list li[data-side="Bench"]'))
+    bench_name = "-"
+    for li in browser.find_elements(By.CSS_SELECTOR, '#result-list li[data-side="Bench"]'):
+        li.click()
+        bench_name = browser.find_element(By.ID, "pick-bench").text
+        if bench_name != "-":
+            break
+    assert bench_name != "-", f"no unmatched golden node found for {api}"
+    browser.find_element(By.ID, "add-pair").click()
+    browser.find_element(By.ID, "export-yaml").click()
+    text = browser.find_element(By.ID, "yaml-out").get_attribute("value")
+    mapping_file = tmp_path / "mapping.yaml"
+    mapping_file.write_text(text)
+    doc = load_mapping(mapping_file)
+    assert doc[npu_name] == bench_name
+    pairs = node_pairs(doc, build_graph(DATA / "fuzzy_target"))
+    assert pairs[npu_name] == bench_name
