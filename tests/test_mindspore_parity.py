@@ -59,8 +59,11 @@ def test_report_matches_msprobe(case, label, argv, cmd, tmp_path, run_probe):
     result = _run(run_probe, case, argv, tmp_path / "out")
     assert result.code == 0, result.err
     expected = [case / "expected" / label / name for name in cmd["outputs"] if "compare_result" in name]
-    ours = sorted((tmp_path / "out").glob("*compare_result*"))
+    suffixes = {p.suffix for p in expected}
+    ours = sorted(p for p in (tmp_path / "out").glob("*compare_result*") if p.suffix in suffixes)
     assert [p.suffix for p in ours] == [p.suffix for p in expected]
+    if "-da" in argv:  # msProbe ignores -da for MindSpore dumps; probe analyses them
+        assert list((tmp_path / "out").glob("diff_analyze_*.json"))
     for mine, theirs in zip(ours, expected):
         assert mine.name.rsplit("_", 1)[0] == theirs.name.rsplit("_", 1)[0]
         fixed = corrected_expected(theirs, tmp_path / "expected.csv")
