@@ -118,3 +118,10 @@ def test_api_tables_come_from_the_normalizer_registry(tmp_path):
     rows = {r["NPU Name"]: r for r in run[0]}
     assert rows["Functional.dense.0.forward.input.0"]["Bench Name"] == "Functional.linear.0.forward.input.0"
     assert rows["Mint.add.0.forward.input.0"]["Bench Name"] == "N/A"  # not in the paddle table
+
+
+def test_step_option_selects_steps_of_a_json_dump_root(tmp_path, run_probe):
+    case = MS / "ms_pynative_L1_statistics"
+    result = run_probe("compare", "-tp", "target", "-gp", "golden", "-o", tmp_path, "--step", "1", "-c", cwd=case)
+    assert result.code == 0, result.err
+    assert [p.parent.name for p in tmp_path.rglob("*.csv")] == ["step1"]
