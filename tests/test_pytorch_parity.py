@@ -32,8 +32,36 @@ def test_report_matches_msprobe(case: Path, cmd: dict, tmp_path: Path, run_probe
     for mine, theirs in zip(ours, expected):
         assert mine.name.rsplit("_", 1)[0] == theirs.name.rsplit("_", 1)[0]
         assert len(mine.stem.rsplit("_", 1)[1]) == 14
-        problems = compare_reports(mine, theirs)
+        problems = compare_reports(mine, theirs, CORRECTED.get((case.name, cmd["label"])))
         assert not problems, "\n".join(problems[:20])
+
+
+def _backward_api(name: str) -> bool:
+    return ".backward." in name and not name.startswith("Module.")
+
+
+# Rows where msProbe is wrong (docs/differences.md); tested separately below.
+CORRECTED = {
+    # msProbe renumbers backward call indices of the golden side only under -dm, so the
+    # backward rows of linear (called 3 times) pair with another call's gradients.
+    ("data_mapping_tfm", "dm_csv"): _backward_api,
+}
+
+
+def test_data_mapping_pairs_backward_rows_with_their_own_call(tmp_path: Path, run_probe) -> None:
+    case = PYTORCH_CASES / "data_mapping_tfm"
+    result = run_probe("compare", "-tp", case / "target/step0/rank0/dump.json",
+                       "-gp", case / "golden/step0/rank0/dump.json", "-o", tmp_path, "-c",
+                       "-dm", case / "data_mapping.yaml")
+    assert result.code == 0, result.err
+    _, rows = read_report(next(tmp_path.glob("*.csv")))
+    backward = [r for r in rows if _backward_api(r["NPU Name"])]
+    linear = {r["NPU Name"].split(".")[2] for r in backward if r["NPU Name"].startswith("Functional.linear.")}
+    assert len(linear) > 1, "linear must be called several times"
+    for row in backward:
+        assert row["Bench Name"] == row["NPU Name"]  # same op, same call, same gradient
+        if row["NormRelativeErr"].endswith("%"):
+            assert abs(float(row["NormRelativeErr"].rstrip("%"))) < 5.0, row["NPU Name"]
 
 
 def test_unmatched_rows_say_why(tmp_path: Path, run_probe) -> None:

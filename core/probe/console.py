@@ -44,9 +44,10 @@ def run_with_console(request: CompareRequest, host: Any, fail_on: str = "never")
     if tensor_log:
         print_tensor_log(outcomes)
     results = [o.result for o in outcomes if o.result is not None]
+    code = report(outcomes, request, fail_on)
     for analyzer in analyzers:
         analyzer.analyze(request, results)
-    return report(outcomes, request, fail_on)
+    return code
 
 
 def print_tensor_log(outcomes: list[JobOutcome]) -> None:

@@ -47,8 +47,35 @@ def read_json(path: Path) -> Any:
             gc.enable()
 
 
+class _DuplicateKey(Exception):
+    def __init__(self, key: Any, line: int) -> None:
+        super().__init__(key)
+        self.key, self.line = key, line
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a mapping holding the same key twice."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+            except TypeError:  # unhashable key: let the base class report it
+                continue
+            if duplicate:
+                raise _DuplicateKey(key, key_node.start_mark.line + 1)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_yaml(path: str | Path) -> Any:
-    """Load a YAML file with ``yaml.safe_load``; errors name the file and the line."""
+    """Load a YAML file safely (no object construction); errors name the file and the line.
+
+    A mapping that holds the same key twice is an error (YAML forbids it; PyYAML would
+    silently keep the last value).
+    """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -57,7 +84,9 @@ def read_yaml(path: str | Path) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot be read ({exc})", path) from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except _DuplicateKey as exc:
+        raise InputError(f"has the key {exc.key!r} twice (line {exc.line})", path) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

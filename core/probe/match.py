@@ -54,11 +54,31 @@ def assign_keys(rows: Sequence[Row], renumber: bool) -> None:
             row.key = row.name
 
 
+_DTYPE_CATEGORIES = {
+    **dict.fromkeys(("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"), "int"),
+    **dict.fromkeys(("float16", "float32", "float64", "bfloat16"), "float"),
+    "bool": "bool",
+    "complex64": "complex",
+    "complex128": "complex",
+}
+
+
 def dtypes_compatible(target: str, golden: str) -> bool:
-    """msProbe's dtype gate: equal, or both float types of the same framework."""
+    """msProbe's dtype gate: equal, or both float types of the same framework.
+
+    Across frameworks (one dtype spelled ``torch.*``, the other not) the two only need to
+    be of the same kind (int / float / bool / complex), as msProbe does.
+    """
     if target == golden:
         return True
-    return any(target in family and golden in family for family in FLOAT_DTYPES)
+    if any(target in family and golden in family for family in FLOAT_DTYPES):
+        return True
+    if target.startswith("torch.") != golden.startswith("torch."):
+        from probe.modes.common import canonical_dtype
+
+        t, g = canonical_dtype(target), canonical_dtype(golden)
+        return _DTYPE_CATEGORIES.get(t, t) == _DTYPE_CATEGORIES.get(g, g)
+    return False
 
 
 def match_exact(
@@ -113,16 +133,24 @@ def fuzzy_key(name: str) -> str:
     return name
 
 
-def match_fuzzy(target: Sequence[Row], golden: Sequence[Row]) -> tuple[list[Pair], int]:
+def match_fuzzy(target: Sequence[Row], golden: Sequence[Row], key_map: KeyMap | None = None) -> tuple[list[Pair], int]:
     """Call-index-insensitive matching with msProbe's greedy queue algorithm.
+
+    Rows are compared by ``fuzzy_key`` of their keys (the target key given by ``key_map``
+    when it has one for the row).
 
     Both row lists are walked in step; each new target row is looked for among pending
     golden rows (oldest first), then each pending target row against the newest golden row.
     On a match the pending target rows before it are emitted unmatched and the golden rows
     before its partner are discarded. Unlike msProbe, no target row is ever dropped.
     """
-    pending_t: deque[tuple[Row, str]] = deque()
-    pending_g: deque[tuple[Row, str]] = deque()
+    pending_t: deque[tuple[Row, str, str]] = deque()
+    pending_g: deque[tuple[Row, str, str]] = deque()
+
+    def target_key(row: Row) -> str:
+        mapped = key_map.target_key(row) if key_map is not None else None
+        return row.key if mapped is None else mapped
+
     pairs: list[Pair] = []
     matched_golden = 0
 
@@ -130,19 +158,20 @@ def match_fuzzy(target: Sequence[Row], golden: Sequence[Row]) -> tuple[list[Pair
         nonlocal matched_golden
         for _ in range(ti):
             pairs.append(Pair(pending_t.popleft()[0], None))
-        t_row = pending_t.popleft()[0]
+        t_row, _, t_key = pending_t.popleft()
         for _ in range(gi):
             pending_g.popleft()
-        g_row = pending_g.popleft()[0]
+        g_row, _, g_key = pending_g.popleft()
         matched_golden += 1
-        pairs.append(Pair(t_row, g_row, fuzzy=t_row.name != g_row.name))
+        pairs.append(Pair(t_row, g_row, fuzzy=t_key != g_key))
 
     n = max(len(target), len(golden))
     for i in range(n):
         if i < len(target):
-            pending_t.append((target[i], fuzzy_key(target[i].name)))
+            key = target_key(target[i])
+            pending_t.append((target[i], fuzzy_key(key), key))
         if i < len(golden):
-            pending_g.append((golden[i], fuzzy_key(golden[i].name)))
+            pending_g.append((golden[i], fuzzy_key(golden[i].key), golden[i].key))
         if not pending_t or not pending_g:
             continue
         newest_t = pending_t[-1][1]

@@ -146,7 +146,12 @@ TensorLoader = Callable[[Path], "np.ndarray"]
 
 @runtime_checkable
 class NameNormalizer(Protocol):
-    """Rewrites row matching keys of one side before matching."""
+    """Rewrites row matching keys of one side before matching.
+
+    A normalizer may also have an ``option`` attribute: the ``dest`` name of the compare
+    option that switches it on (e.g. ``"api_mapping"`` for ``-am``); without one (or
+    ``None``) it runs whenever ``applies`` is true.
+    """
 
     name: str
 
@@ -178,7 +183,9 @@ class KeyMap:
     """What an active mapper does to matching.
 
     ``target_key`` maps a target row to the key it must meet on the golden side (return
-    ``None`` to keep the default key). ``left_join`` turns the dtype gate off and keeps
+    ``None`` to keep the default key). It is called during matching, when ``row.key`` already
+    holds the row's renumbered, normalized key; several active maps are composed, the
+    first that returns a key for a row deciding it. ``left_join`` turns the dtype gate off and keeps
     duplicates, as msProbe does for data mapping.
     """
 

@@ -18,7 +18,7 @@ from probe.errors import InputError, ProbeError
 from probe.io import prepare_output_dir, timestamp, unique_path
 from probe.jobs import CompareJob, CompareRequest, DumpPairJob
 from probe.match import assign_keys, match_exact, match_fuzzy
-from probe.model import NA, FlatDump, MatchContext, ModeContext, Pair, Summary
+from probe.model import NA, FlatDump, KeyMap, MatchContext, ModeContext, Pair, Summary
 from probe.plugins import Host, default_host
 from probe.result import CompareResult, CompareRun
 
@@ -53,26 +53,61 @@ def choose_mode(host: Host, target: FlatDump, golden: FlatDump, requested: str |
     raise InputError(f"no metric mode accepts this dump (task {target.info.task!r})", target.info.path)
 
 
+def compose_key_maps(key_maps: Sequence[KeyMap]) -> KeyMap | None:
+    """One :class:`KeyMap` from the active ones: the first that gives a row a key wins.
+
+    ``left_join`` holds if any map asks for it (a data mapping is active).
+    """
+    if not key_maps:
+        return None
+    if len(key_maps) == 1:
+        return key_maps[0]
+    funcs = [km.target_key for km in key_maps]
+
+    def target_key(row: Any) -> str | None:
+        for func in funcs:
+            key = func(row)
+            if key is not None:
+                return key
+        return None
+
+    return KeyMap(
+        target_key=target_key,
+        left_join=any(km.left_join for km in key_maps),
+        renumber_target=all(km.renumber_target for km in key_maps),
+    )
+
+
 def pair_rows(host: Host, target: FlatDump, golden: FlatDump, options: dict[str, Any]) -> tuple[list[Pair], int]:
-    """Match target rows to golden rows with the active normalizers and mappers."""
-    if options.get("fuzzy_match"):
-        return match_fuzzy(target.rows, golden.rows)
+    """Match target rows to golden rows with the active normalizers and mappers.
+
+    Every active mapper is built (in ``priority`` order) and composed: for each target row
+    the first mapper that returns a key decides it. Keys start from the row names with
+    backward call indices renumbered on *both* sides (not with ``-fm`` or debug dumps),
+    then pass through the normalizers that apply to the framework pair.
+    """
     ctx = MatchContext(target=target, golden=golden, options=options, host=host)
-    key_map = None
+    key_maps = []
     for mapper in sorted(host.mappers.values(), key=lambda m: m.priority):
-        key_map = mapper.build(ctx)
-        if key_map is not None:
-            break
-    renumber = target.info.kind != "debug"
+        built = mapper.build(ctx)
+        if built is not None:
+            key_maps.append(built)
+    key_map = compose_key_maps(key_maps)
+    fuzzy = bool(options.get("fuzzy_match")) and not (key_map is not None and key_map.left_join)
+    renumber = target.info.kind != "debug" and not fuzzy
     assign_keys(golden.rows, renumber)
     assign_keys(target.rows, renumber and (key_map is None or key_map.renumber_target))
     normalizers = [
-        n for n in host.normalizers.values() if n.applies(target.info.framework, golden.info.framework)
+        n for n in host.normalizers.values()
+        if n.applies(target.info.framework, golden.info.framework)
+        and (getattr(n, "option", None) is None or options.get(n.option))
     ]
     for normalizer in normalizers:
         for side, dump in (("target", target), ("golden", golden)):
             for row in dump.rows:
                 row.key = normalizer.normalize(row.key, side)
+    if fuzzy:
+        return match_fuzzy(target.rows, golden.rows, key_map)
     return match_exact(target.rows, golden.rows, key_map)
 
 
@@ -135,8 +170,11 @@ def compare_dumps(
 def compare_dump_pair(job: DumpPairJob, host: Host, request: CompareRequest, progress: Any = None) -> CompareResult:
     """Run the built-in job: load both dump files and compare them."""
     progress = progress or _no_progress
+    advance = progress(f"{job.label} read dumps", 2)
     target = load_dump(job.target_file, host)
+    advance(1)
     golden = load_dump(job.golden_file, host, with_stack=False)
+    advance(1)
     for dump in (target, golden):
         if dump.skipped_entries:
             log.warning(

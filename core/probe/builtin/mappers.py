@@ -1,14 +1,19 @@
-"""Built-in mappers: data mapping (``-dm FILE``) and cell mapping (``-cm [FILE]``)."""
+"""Built-in mappers: data mapping (``-dm FILE``) and cell mapping (``-cm [FILE]``).
+
+Mappers work on keys whose backward call indices are already renumbered on both sides, so
+the backward rows of an op called several times pair with their own counterparts.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from probe.errors import InputError
 from probe.hookspecs import hookimpl
 from probe.jsonio import read_yaml
-from probe.model import KeyMap, MatchContext, Row
+from probe.model import FlatDump, KeyMap, MatchContext, Row
 
 
 def read_name_mapping(path: str | Path, what: str) -> dict[str, str]:
@@ -26,18 +31,43 @@ def read_name_mapping(path: str | Path, what: str) -> dict[str, str]:
     return mapping
 
 
+def golden_key_lookup(golden: FlatDump) -> Callable[[str], str]:
+    """Turn a golden row *name* into that row's matching key (call indices renumbered).
+
+    Mapping files name golden rows as they appear in the dump; matching uses keys. The
+    table is built on first use, after the pipeline has assigned the keys.
+    """
+    table: dict[str, str] = {}
+
+    def lookup(name: str) -> str:
+        if not table:
+            table.update((row.name, row.key) for row in golden.rows)
+        return table.get(name, name)
+
+    return lookup
+
+
 class DataMapper:
-    """``-dm FILE``: full row names of the target mapped to golden row names."""
+    """``-dm FILE``: full row names of the target mapped to golden row names.
+
+    Listed target rows meet the golden row of the given name; other rows keep their own key.
+    """
 
     name = "data_mapping"
-    priority = 30
+    priority = 10
 
     def build(self, ctx: MatchContext) -> KeyMap | None:
         path = ctx.options.get("data_mapping")
         if not path:
             return None
         mapping = read_name_mapping(path, "data mapping")
-        return KeyMap(target_key=lambda row: mapping.get(row.name, row.name), left_join=True, renumber_target=False)
+        to_key = golden_key_lookup(ctx.golden)
+
+        def target_key(row: Row) -> str | None:
+            golden_name = mapping.get(row.name)
+            return None if golden_name is None else to_key(golden_name)
+
+        return KeyMap(target_key=target_key, left_join=True)
 
 
 _DIRECTION = re.compile(r"\.(forward|backward|parameters_grad)(\.|$)")
@@ -74,11 +104,13 @@ class CellMapper:
             return None
         mapping = read_name_mapping(option, "cell mapping") if isinstance(option, str) else {}
 
-        def target_key(row: Row) -> str:
-            key = cell_key(row.name, mapping)
-            return key if key is not None else "N/A"
+        def target_key(row: Row) -> str | None:
+            key = cell_key(row.key, mapping)
+            if key is None:
+                return "N/A"
+            return None if key == row.key else key
 
-        return KeyMap(target_key=target_key, renumber_target=False)
+        return KeyMap(target_key=target_key)
 
 
 @hookimpl(trylast=True)

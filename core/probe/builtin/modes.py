@@ -13,8 +13,16 @@ from probe.modes.tensor import TensorMode
 
 
 def load_npy(path: Path) -> np.ndarray:
-    """Load a ``.npy`` file without unpickling."""
-    return np.load(path, allow_pickle=False)
+    """Load a ``.npy`` file without unpickling.
+
+    bfloat16 data saved as raw 2-byte values (``V2`` dtype, numpy has no bfloat16) is
+    widened to float32: bfloat16 is the upper half of a float32.
+    """
+    array = np.load(path, allow_pickle=False)
+    if array.dtype.kind == "V" and array.dtype.itemsize == 2:
+        bits = array.view(np.uint16).astype(np.uint32) << 16
+        return bits.view(np.float32)
+    return array
 
 
 @hookimpl(trylast=True)

@@ -83,9 +83,16 @@ def stat_cells(row: RowResult) -> list[Any]:
 
 
 def requires_grad_consistent(row: RowResult) -> bool:
-    """String equality of the two Requires_grad cells (an unmatched golden cell reads ``N/A``)."""
+    """String equality of the two Requires_grad cells (an unmatched golden cell reads ``N/A``).
+
+    Between matched rows, a side that records no requires_grad (MindSpore tensors, ``N/A``)
+    is consistent with anything: a missing value is not a mismatch.
+    """
     g = row.pair.golden
-    return row.pair.target.requires_grad == (g.requires_grad if g is not None else NA)
+    if g is None:
+        return row.pair.target.requires_grad == NA
+    t_rg, g_rg = row.pair.target.requires_grad, g.requires_grad
+    return t_rg == g_rg or NA in (t_rg, g_rg)
 
 
 def err_message(row: RowResult) -> str:

@@ -1,0 +1,317 @@
+"""The advisor: the first row whose precision fails, where the difference starts, and why.
+
+For one rank it finds the first row whose Result is ``warning`` or ``error``, then walks the
+nodes up to that row to find where a difference first appears (the *culprit*) and classifies
+it: introduced here (inputs match, outputs differ), inherited from input (inputs already
+differ), NaN/inf source vs propagation, dtype / shape / requires_grad mismatch, or unmatched
+structure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from probe.analysis.nodes import Node, build_nodes, has_nan_inf, row_deviation
+from probe.model import ERROR, WARNING
+from probe.modes import common
+from probe.result import UNMATCHED, CompareResult, RowResult
+
+DIFF_THRESHOLD = 0.01
+"""A row whose deviation (see :func:`probe.analysis.nodes.row_deviation`) reaches this differs."""
+AMPLIFY = 10.0
+"""An output that differs this many times more than its inputs is a new error, not an inherited one."""
+
+INTRODUCED = "introduced here"
+INHERITED = "inherited from input"
+NAN_SOURCE = "NaN/inf source"
+NAN_PROPAGATED = "NaN/inf propagated from input"
+DTYPE = "dtype mismatch"
+SHAPE = "shape mismatch"
+REQUIRES_GRAD = "requires_grad mismatch"
+UNMATCHED_STRUCTURE = "unmatched structure"
+SMALL = "small difference"
+
+NONDETERMINISTIC = frozenset({"conv2d", "conv3d", "matmul", "nll_loss", "layer_norm", "lstm"})
+
+ADVICE = {
+    INTRODUCED: "Its inputs match the golden run but its output does not: suspect this operator on the "
+                "target side (kernel, precision, fused path). Reproduce it alone with the dumped inputs.",
+    INHERITED: "Its inputs already differ and no earlier dumped node produced the difference: compare "
+               "the weights or checkpoint, the data fed to the network, random seeds, or widen the dump "
+               "scope to the ops that were not dumped.",
+    NAN_SOURCE: "It turns finite inputs into NaN/inf: look for overflow (float16/bfloat16 range), division "
+                "by zero, log or sqrt of non-positive values.",
+    NAN_PROPAGATED: "NaN/inf is already in its input: follow the input back to the op that produced it.",
+    DTYPE: "The two runs use different dtypes here: check autocast/AMP settings and explicit casts.",
+    SHAPE: "The shapes differ: the two runs do not compute the same thing here; check the model "
+           "configuration and how tensors are split across ranks.",
+    REQUIRES_GRAD: "requires_grad differs: a parameter is frozen in one run and trained in the other.",
+    UNMATCHED_STRUCTURE: "Target rows have no golden counterpart: the networks differ in structure. "
+                         "Try -fm (fuzzy match), -dm/-cm mappings, or align the models.",
+    SMALL: "No row before it differs by 1% or more: a rule fired on a relative ratio of small numbers. "
+           "This is usually the precision noise of another device or dtype; check the values before acting.",
+}
+
+
+@dataclass
+class NodeFacts:
+    """How one node differs: worst input/output rows and their deviations."""
+
+    node: Node
+    in_dev: float = 0.0
+    out_dev: float = 0.0
+    worst_in: RowResult | None = None
+    worst_out: RowResult | None = None
+    nan_in: bool = False
+    nan_out: bool = False
+    structural: tuple[str, RowResult] | None = None
+
+    @property
+    def differs(self) -> bool:
+        return bool(
+            self.structural or self.nan_in or self.nan_out
+            or self.in_dev >= DIFF_THRESHOLD or self.out_dev >= DIFF_THRESHOLD
+        )
+
+    @property
+    def amplifies(self) -> bool:
+        """Whether the output differs at least :data:`AMPLIFY` times more than the (finite) inputs."""
+        return math.isfinite(self.in_dev) and self.out_dev >= AMPLIFY * max(self.in_dev, DIFF_THRESHOLD)
+
+    def cause(self) -> str:
+        """The cause of this node's difference, assuming it is the first node that differs."""
+        if self.structural:
+            return self.structural[0]
+        if self.nan_out or self.nan_in:
+            return NAN_PROPAGATED if self.nan_in else NAN_SOURCE
+        if self.in_dev >= DIFF_THRESHOLD and not self.amplifies:
+            return INHERITED
+        if not self.differs:
+            return SMALL
+        return INTRODUCED
+
+    def relation(self) -> str:
+        """``introduced here``, ``inherited from input`` or ``small difference`` for a node after the culprit."""
+        if self.nan_in or (self.in_dev >= DIFF_THRESHOLD and not self.amplifies):
+            return INHERITED
+        if not self.differs:
+            return SMALL
+        return INTRODUCED
+
+
+def _forward_of(entry: str) -> str | None:
+    """The forward entry whose saved tensors a backward entry uses (``X.0.backward`` -> ``X.0.forward``)."""
+    parts = entry.split(".")
+    for i in (len(parts) - 1, len(parts) - 2):
+        if i >= 0 and parts[i] == "backward":
+            return ".".join(parts[:i] + ["forward"] + parts[i + 1:])
+    return None
+
+
+def node_facts(node: Node, md5: bool, forward: Node | None = None) -> NodeFacts:
+    """Deviation, NaN/inf and structural facts of one node.
+
+    For a backward node, ``forward`` is its forward node: the tensors saved by the forward
+    pass are inputs of the backward pass, so their differences count as input differences.
+    """
+    facts = NodeFacts(node)
+    if forward is not None:
+        saved = node_facts(forward, md5)
+        facts.in_dev = max(saved.in_dev, saved.out_dev)
+        facts.worst_in = saved.worst_out if saved.out_dev >= saved.in_dev else saved.worst_in
+        facts.nan_in = saved.nan_in or saved.nan_out
+    for record in node.records:
+        t, g = record.pair.target, record.pair.golden
+        if g is None:
+            if facts.structural is None:
+                facts.structural = (UNMATCHED_STRUCTURE, record)
+            continue
+        for message in record.messages:
+            if facts.structural is None:
+                if message == common.MSG_DTYPE:
+                    facts.structural = (DTYPE, record)
+                elif message == common.MSG_SHAPE:
+                    facts.structural = (SHAPE, record)
+                elif message == common.MSG_REQUIRES_GRAD:
+                    facts.structural = (REQUIRES_GRAD, record)
+        output = t.state == "output"
+        nan = has_nan_inf(t.stats) and not has_nan_inf(g.stats)
+        dev = row_deviation(record, md5)
+        if output:
+            facts.nan_out = facts.nan_out or nan
+            if dev > facts.out_dev or facts.worst_out is None and dev > 0:
+                facts.out_dev, facts.worst_out = dev, record
+        else:
+            facts.nan_in = facts.nan_in or nan
+            if dev > facts.in_dev or facts.worst_in is None and dev > 0:
+                facts.in_dev, facts.worst_in = dev, record
+    return facts
+
+
+@dataclass
+class Advice:
+    """The advisor's answer for one rank."""
+
+    label: str
+    rank: int | None
+    failing: RowResult | None = None
+    failing_node: Node | None = None
+    failing_relation: str | None = None
+    culprit: NodeFacts | None = None
+    cause: str | None = None
+    unmatched: int = 0
+    first_unmatched: str | None = None
+    md5: bool = False
+    failing_facts: NodeFacts | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.failing is None and self.culprit is None and not self.unmatched
+
+    def advice(self) -> str:
+        """The advice paragraph for the cause."""
+        text = ADVICE.get(self.cause or "", "")
+        if self.culprit is not None and self.culprit.node.api in NONDETERMINISTIC and self.cause == INTRODUCED:
+            text += f" {self.culprit.node.api} can be non-deterministic on accelerators: rerun both sides " \
+                    "with deterministic algorithms to rule that out."
+        return text
+
+
+def advise(result: CompareResult, nodes: list[Node] | None = None) -> Advice:
+    """Find the first failing row of ``result`` and the node where its difference starts."""
+    nodes = nodes if nodes is not None else build_nodes(result)
+    md5 = result.mode.name == "md5"
+    advice = Advice(label=result.label, rank=result.rank, md5=md5)
+    by_entry = {node.entry: node for node in nodes}
+
+    def facts_of(node: Node) -> NodeFacts:
+        forward = _forward_of(node.entry)
+        return node_facts(node, md5, by_entry.get(forward) if forward else None)
+
+    failing_index = None
+    for node in nodes:
+        for record in node.records:
+            if record.verdict == UNMATCHED:
+                advice.unmatched += 1
+                advice.first_unmatched = advice.first_unmatched or record.name
+            elif failing_index is None and record.verdict in (WARNING, ERROR):
+                advice.failing, advice.failing_node, failing_index = record, node, node.index
+    if advice.failing is None:
+        if advice.unmatched:
+            advice.cause = UNMATCHED_STRUCTURE
+        return advice
+    for node in nodes[: failing_index + 1]:
+        if node.is_ignored:
+            continue
+        facts = facts_of(node)
+        if facts.differs:
+            advice.culprit = facts
+            break
+    if advice.culprit is None:
+        # the failing row's node is judged by a rule but differs less than the threshold
+        advice.culprit = facts_of(advice.failing_node)
+    advice.cause = advice.culprit.cause()
+    if advice.culprit.node is advice.failing_node:
+        advice.failing_relation = advice.cause if advice.cause in (INTRODUCED, INHERITED) else None
+    else:
+        advice.failing_facts = facts_of(advice.failing_node)
+        advice.failing_relation = advice.failing_facts.relation()
+    return advice
+
+
+def _pct(value: float) -> str:
+    if math.isinf(value):
+        return "inf"
+    return f"{value * 100:.3g}%"
+
+
+def _row_text(record: RowResult | None) -> str:
+    if record is None:
+        return ""
+    t, g = record.pair.target, record.pair.golden
+    return f"{t.name} [{t.dtype} {t.shape}" + (f" vs {g.dtype} {g.shape}]" if g is not None else "]")
+
+
+def explain(advice: Advice) -> list[tuple[str, str]]:
+    """``(heading, text)`` lines describing one rank's advice, for the file and the panel."""
+    lines: list[tuple[str, str]] = []
+    where = f"rank {advice.rank}" if advice.rank is not None else advice.label
+    if advice.failing is None:
+        if advice.unmatched:
+            lines.append(("Result", f"{where}: every matched row passes"))
+            lines.append(("Cause", f"{UNMATCHED_STRUCTURE}: {advice.unmatched} target rows have no golden "
+                                   f"counterpart (first: {advice.first_unmatched})"))
+            lines.append(("Advice", ADVICE[UNMATCHED_STRUCTURE]))
+        else:
+            lines.append(("Result", f"{where}: all data in the comparison meets the precision rules"))
+        return lines
+    failing = advice.failing
+    message = "; ".join(failing.messages) or failing.verdict
+    lines.append(("First failing row", f"{failing.name} ({where}, {message})"))
+    culprit = advice.culprit
+    if culprit is not None:
+        node = culprit.node
+        lines.append(("Suspect node", f"{node.entry} ({where})"))
+        lines.append(("Cause", f"{advice.cause}: {_cause_detail(advice)}"))
+        if node is not advice.failing_node and advice.failing_relation:
+            lines.append(("Failing row", f"{advice.failing_relation}: {advice.failing_node.entry} runs after "
+                                         f"{node.entry}; {_relation_detail(advice)}"))
+        stack = node.stack_line()
+        if stack:
+            lines.append(("Stack", stack))
+    if advice.unmatched:
+        lines.append(("Note", f"{advice.unmatched} target rows have no golden counterpart "
+                              f"(first: {advice.first_unmatched})"))
+    lines.append(("Advice", advice.advice()))
+    return lines
+
+
+def _relation_detail(advice: Advice) -> str:
+    facts = advice.failing_facts
+    assert facts is not None
+    if advice.failing_relation == SMALL:
+        return f"it differs by only {_pct(max(facts.in_dev, facts.out_dev))}"
+    if advice.failing_relation == INHERITED:
+        return f"its inputs already differ by {_pct(facts.in_dev)}, its outputs by {_pct(facts.out_dev)}"
+    if facts.in_dev >= DIFF_THRESHOLD:
+        return f"it amplifies an input difference of {_pct(facts.in_dev)} to {_pct(facts.out_dev)}"
+    return f"its inputs match, its outputs differ by {_pct(facts.out_dev)}: a second, independent source"
+
+
+def _cause_detail(advice: Advice) -> str:
+    facts = advice.culprit
+    assert facts is not None
+    cause = advice.cause
+    if cause == UNMATCHED_STRUCTURE and facts.structural:
+        return f"{facts.structural[1].name} has no golden counterpart"
+    if cause in (DTYPE, SHAPE, REQUIRES_GRAD) and facts.structural:
+        return _row_text(facts.structural[1])
+    if cause == SMALL:
+        worst = facts.worst_out or facts.worst_in
+        name = worst.name if worst else "its rows"
+        return f"{name} differs by only {_pct(max(facts.in_dev, facts.out_dev))}"
+    if cause == NAN_SOURCE:
+        return "its inputs are finite, its output holds NaN/inf"
+    if cause == NAN_PROPAGATED:
+        return "an input already holds NaN/inf"
+    if cause == INHERITED:
+        worst = facts.worst_in.name if facts.worst_in else "an input"
+        return f"{worst} already differs by {_pct(facts.in_dev)} before this node runs"
+    worst = facts.worst_out.name if facts.worst_out else "its output"
+    if facts.in_dev >= DIFF_THRESHOLD:
+        return f"inputs differ by {_pct(facts.in_dev)}, {worst} by {_pct(facts.out_dev)} (amplified here)"
+    if facts.nan_in or facts.nan_out:
+        return f"{worst} holds NaN/inf"
+    return f"inputs match (within {_pct(max(facts.in_dev, 0.0))}), {worst} differs by {_pct(facts.out_dev)}"
+
+
+def advisor_text(advices: list[Advice]) -> str:
+    """The whole ``advisor_{ts}.txt`` document."""
+    parts = []
+    for advice in advices:
+        title = f"rank {advice.rank}" if advice.rank is not None else advice.label
+        body = "\n".join(f"{head}: {text}" for head, text in explain(advice))
+        parts.append(f"== {title} ==\n{body}\n")
+    return "\n".join(parts)

@@ -1,0 +1,64 @@
+"""probe hooks of the MindSpore plugin (thin: the logic lives in sibling modules)."""
+
+from __future__ import annotations
+
+import argparse
+
+from probe.hookspecs import hookimpl
+
+
+@hookimpl
+def probe_add_compare_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("MindSpore")
+    group.add_argument("-am", "--api_mapping", nargs="?", const=True, default=None, metavar="FILE",
+                       help="map MindSpore APIs to PyTorch APIs with the built-in table, "
+                            "overridden by a YAML file of ms_api/pt_api items")
+    group.add_argument("-lm", "--layer_mapping", nargs="?", const=True, default=None, metavar="FILE",
+                       help="pair MindSpore and PyTorch layers through construct.json; a YAML file "
+                            "renames layers ({LayerType: {target child: golden child}})")
+    # another plugin (TorchAir) may already own --rank: same dest, same meaning
+    if "--rank" not in parser._option_string_actions:
+        group.add_argument("--rank", dest="rank", default=None, metavar="N[,N]",
+                           help="ranks to compare (comma list; empty = all)")
+    if "--step" not in parser._option_string_actions:
+        group.add_argument("--step", dest="step", default=None, metavar="N[,N]",
+                           help="steps to compare (comma list; empty = all)")
+
+
+@hookimpl
+def probe_register_normalizers(register) -> None:
+    from probe_mindspore.api_table import builtin_table
+
+    table = builtin_table()
+    register.add(table.name, table)
+
+
+@hookimpl
+def probe_register_mappers(register) -> None:
+    from probe_mindspore.api_mapping import ApiMapper
+    from probe_mindspore.layer_mapping import LayerMapper
+
+    register.add(ApiMapper.name, ApiMapper())
+    register.add(LayerMapper.name, LayerMapper())
+
+
+@hookimpl
+def probe_register_modes(register) -> None:
+    from probe_mindspore.kernel_modes import KernelNpyMode, KernelStatisticMode
+
+    register.add(KernelNpyMode.name, KernelNpyMode())
+    register.add(KernelStatisticMode.name, KernelStatisticMode())
+
+
+@hookimpl
+def probe_plan_compare(request):
+    from probe_mindspore.layout import plan_mindspore
+
+    return plan_mindspore(request)
+
+
+@hookimpl
+def probe_detect_framework(path: str) -> str | None:
+    from probe_mindspore.layout import looks_like_kernel_dump
+
+    return "mindspore" if looks_like_kernel_dump(path) else None
