@@ -100,6 +100,41 @@ def plan_step(target: Path, golden: Path, subdir: str = "") -> list[DumpPairJob]
     return jobs
 
 
+def parse_number_list(value: object, option: str) -> set[int] | None:
+    """``--rank``/``--step`` values: ``"0,2"``, ``3`` or ``[1, 2]`` -> a set; ``None``/empty -> no filter."""
+    if value is None or value == "":
+        return None
+    items = value if isinstance(value, (list, tuple, set)) else str(value).split(",")
+    numbers: set[int] = set()
+    for item in items:
+        text = str(item).strip()
+        if not text:
+            continue
+        if not text.isdigit():
+            raise InputError(f"--{option} takes comma-separated numbers, got {text!r}")
+        numbers.add(int(text))
+    return numbers or None
+
+
+def select_jobs(jobs: list[DumpPairJob], request: CompareRequest) -> list[DumpPairJob]:
+    """Keep the jobs of the ranks / steps asked for with ``--rank`` / ``--step`` (when a plugin adds them)."""
+    ranks = parse_number_list(request.options.get("rank"), "rank")
+    steps = parse_number_list(request.options.get("step"), "step")
+    if ranks is None and steps is None:
+        return jobs
+    kept = []
+    for job in jobs:
+        if ranks is not None and job.rank not in ranks:
+            continue
+        step_dir = job.output_subdir.rsplit("/", 1)[-1]
+        if steps is not None and STEP_DIR.match(step_dir) and int(step_dir[4:]) not in steps:
+            continue
+        kept.append(job)
+    if not kept:
+        raise InputError("no rank/step of this dump matches --rank/--step", request.target)
+    return kept
+
+
 def plan_default(request: CompareRequest) -> list[DumpPairJob]:
     """Plan jobs for the layouts msProbe users know; one-line errors otherwise."""
     target, golden = request.target, request.golden
@@ -136,4 +171,4 @@ def plan_default(request: CompareRequest) -> list[DumpPairJob]:
 
 @hookimpl(trylast=True)
 def probe_plan_compare(request: CompareRequest) -> list[DumpPairJob]:
-    return plan_default(request)
+    return select_jobs(plan_default(request), request)

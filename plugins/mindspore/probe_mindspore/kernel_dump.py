@@ -157,21 +157,6 @@ def looks_like_kernel_dump(path: Path, max_depth: int = 7) -> bool:
     return False
 
 
-def parse_filter(text: str | None, what: str) -> set[int] | None:
-    """``"0,2"`` -> ``{0, 2}``; ``None``/empty -> ``None`` (no filter); bad items are errors."""
-    if text is None or not str(text).strip():
-        return None
-    values = set()
-    for item in str(text).split(","):
-        item = item.strip()
-        if not item:
-            continue
-        if not _INT.match(item):
-            raise InputError(f"--{what} takes comma-separated numbers, got {item!r}")
-        values.add(int(item))
-    return values or None
-
-
 @dataclass(frozen=True)
 class KernelTensor:
     """One kernel dump item (an .npy file or a statistic.csv row)."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from probe.builtin.layout import plan_default
+from probe.builtin.layout import parse_number_list, plan_default, select_jobs
 from probe.errors import InputError
 from probe.jobs import CompareRequest
 from probe.model import ModeContext
@@ -22,7 +22,6 @@ from probe_mindspore.kernel_dump import (
     discover,
     npy_items,
     pair_items,
-    parse_filter,
     statistic_items,
 )
 from probe_mindspore.kernel_dump import looks_like_kernel_dump as _looks_like_kernel_dump
@@ -49,26 +48,7 @@ def plan_mindspore(request: CompareRequest) -> list[Any] | None:
         return plan_mixed(request, shared)
     if request.framework in (None, "mindspore") and looks_like_kernel_dump(target):
         return plan_kernel(request)
-    if request.options.get("rank") is not None or request.options.get("step") is not None:
-        return filter_dump_jobs(plan_default(request), request)
     return None
-
-
-def filter_dump_jobs(jobs: list[Any], request: CompareRequest) -> list[Any]:
-    """Keep the msProbe-JSON jobs of the ranks / steps given with ``--rank`` / ``--step``."""
-    ranks = parse_filter(request.options.get("rank"), "rank")
-    steps = parse_filter(request.options.get("step"), "step")
-    kept = []
-    for job in jobs:
-        if ranks is not None and job.rank not in ranks:
-            continue
-        step_dir = job.output_subdir.rsplit("/", 1)[-1]
-        if steps is not None and step_dir.startswith("step") and int(step_dir[4:] or -1) not in steps:
-            continue
-        kept.append(job)
-    if not kept:
-        raise InputError("no rank/step of this dump matches --rank/--step", request.target)
-    return kept
 
 
 def plan_mixed(request: CompareRequest, shared: list[str]) -> list[Any]:
@@ -79,7 +59,7 @@ def plan_mixed(request: CompareRequest, shared: list[str]) -> list[Any]:
     jobs = []
     for name in shared:
         sub = replace(request, target=request.target / name, golden=request.golden / name)
-        for job in plan_mindspore(sub) or plan_default(sub):
+        for job in plan_mindspore(sub) or select_jobs(plan_default(sub), sub):
             subdir = f"{name}/{job.output_subdir}" if job.output_subdir else name
             jobs.append(replace(job, output_subdir=subdir, label=f"{name}/{job.label}"))
     return jobs
@@ -130,8 +110,8 @@ def _side_kind(dirs: list[KernelDir]) -> str:
 
 def plan_kernel(request: CompareRequest) -> list[KernelJob]:
     """One job per (rank, step) found on both sides and selected by ``--rank``/``--step``."""
-    ranks = parse_filter(request.options.get("rank"), "rank")
-    steps = parse_filter(request.options.get("step"), "step")
+    ranks = parse_number_list(request.options.get("rank"), "rank")
+    steps = parse_number_list(request.options.get("step"), "step")
     layouts: list[KernelLayout] = [discover(request.target), discover(request.golden)]
     for layout in layouts:
         log.info("kernel dump %s: %s", layout.root, layout.describe())

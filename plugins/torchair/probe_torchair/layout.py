@@ -163,19 +163,3 @@ def fx_groups(root: Path, token_offset: int | None = None) -> list[FxGroup]:
                 group.dirs[int(token_name) - offset] = token_dir / sub
         dirnames[:] = []  # token directories are not searched further
     return [groups[k] for k in sorted(groups)]
-
-
-def parse_rank_option(value: object, path: Path | None = None) -> list[int] | None:
-    """``--rank`` as a list of ints (``"0,2"``, ``3`` or ``[1, 2]``); ``None`` when not given."""
-    if value is None or value == "":
-        return None
-    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
-    ranks: list[int] = []
-    for item in items:
-        text = str(item).strip()
-        if not text:
-            continue
-        if not text.isdigit():
-            raise InputError(f"--rank: {text!r} is not a rank number", path)
-        ranks.append(int(text))
-    return ranks or None

@@ -33,11 +33,11 @@ def probe_plan_compare(request: Any) -> list[Any] | None:
     if not _is_torchair(request):
         return None
     from probe_torchair.jobs import plan
-    from probe_torchair.layout import parse_rank_option
+    from probe.builtin.layout import parse_number_list
 
     return plan(
         Path(request.target), Path(request.golden),
-        ranks=parse_rank_option(request.option("rank"), request.target),
+        ranks=sorted(parse_number_list(request.option("rank"), "rank") or []) or None,
         mode=request.option("metric_mode"),
         token_offset=request.option("fx_token_offset"),
     )
