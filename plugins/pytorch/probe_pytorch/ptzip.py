@@ -10,7 +10,10 @@ storage). Anything else returns ``None`` and the caller falls back to
 
 from __future__ import annotations
 
+import functools
+import os
 import pickletools
+import struct
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -32,6 +35,8 @@ _STORAGE_DTYPES = {
 _REBUILD = "torch._utils _rebuild_tensor_v2"
 _MARK = object()
 _LOCAL_HEADER = 30
+_WHOLE_FILE = 16 * 1024 * 1024  # files up to this size are read in one go
+_TAIL = 65536 + 22  # the end-of-central-directory record lies in the last 64 KiB + 22 bytes
 
 
 class _Unusual(Exception):
@@ -121,45 +126,158 @@ def read_pt(path: Path) -> np.ndarray | None:
     for unreadable files.
     """
     with open(path, "rb") as handle:
-        archive = zipfile.ZipFile(handle)
-        infos = archive.infolist()
-        pkl_info = next((i for i in infos if i.filename.endswith("/data.pkl")), None)
-        if pkl_info is None:
+        size = os.fstat(handle.fileno()).st_size
+        if size <= _WHOLE_FILE:
+            raw = bytearray(size)  # one read; a bytearray keeps the array writable
+            if handle.readinto(raw) != size:
+                return None
+            members = _members(raw, 0)
+        else:
+            raw = None
+            tail_start = max(0, size - _TAIL)
+            handle.seek(tail_start)
+            members = _members(handle.read(), tail_start, handle)
+        if members is None:
+            return _read_with_zipfile(handle)
+        located = _locate(members, lambda offset, length: _slice(raw, handle, offset, length))
+        if located is None:
             return None
-        prefix = pkl_info.filename[: -len("data.pkl")]
-        names = {i.filename: i for i in infos}
-        order = names.get(prefix + "byteorder")
-        if order is not None and archive.read(order).strip() != b"little":
-            return None
-        try:
-            kind, key, numel, offset, size, stride = _tensor_spec(archive.read(pkl_info))
-        except (_Unusual, ValueError, IndexError, KeyError, TypeError):
-            return None
-        dtype = _STORAGE_DTYPES.get(kind)
-        info = names.get(f"{prefix}data/{key}")
-        if dtype is None or info is None or info.compress_type != zipfile.ZIP_STORED:
-            return None
-        count = int(np.prod(size)) if size else 1
-        if any(s < 0 for s in size) or offset < 0:
-            return None
-        if count and (_contiguous_strides(size) != stride or offset + count > numel):
-            return None  # views and odd layouts: leave them to torch
-        if numel * dtype.itemsize != info.file_size:
-            return None
-        handle.seek(info.header_offset)
-        header = handle.read(_LOCAL_HEADER)
-        if len(header) != _LOCAL_HEADER or header[:4] != b"PK\x03\x04":
-            return None
-        start = info.header_offset + _LOCAL_HEADER + int.from_bytes(header[26:28], "little") + int.from_bytes(
-            header[28:30], "little"
-        )
-        handle.seek(start + offset * dtype.itemsize)
-        data = np.fromfile(handle, dtype=dtype, count=count)
+        kind, dtype, start, count, shape = located
+        if raw is not None:
+            data = np.frombuffer(raw, dtype=dtype, count=count, offset=start)
+        else:
+            handle.seek(start)
+            data = np.fromfile(handle, dtype=dtype, count=count)
     if data.size != count:
         return None
     if kind == "BFloat16Storage":
         data = (data.astype(np.uint32) << 16).view(np.float32)
-    return data.reshape(size)
+    return data.reshape(shape)
+
+
+def _slice(raw: bytearray | None, handle: Any, offset: int, length: int) -> bytes:
+    if raw is not None:
+        return bytes(raw[offset : offset + length])
+    handle.seek(offset)
+    return handle.read(length)
+
+
+def _members(buf: Any, buf_start: int, handle: Any = None) -> dict[str, tuple[int, int, int]] | None:
+    """``{name: (method, size, local header offset)}`` from the zip's central directory.
+
+    ``buf`` holds the file from ``buf_start`` on (the whole file, or its tail). ``None``
+    for anything this small parser does not handle (zip64, multi-disk): the zipfile
+    module then reads the archive.
+    """
+    end = bytes(buf[-_TAIL:]).rfind(b"PK\x05\x06")
+    if end < 0:
+        return None
+    end += max(0, len(buf) - _TAIL)
+    if end + 22 > len(buf):
+        return None
+    _, disk, cd_disk, _, entries, cd_size, cd_offset, _ = struct.unpack_from("<4s4H2LH", buf, end)
+    if disk or cd_disk or 0xFFFF in (entries,) or 0xFFFFFFFF in (cd_size, cd_offset):
+        return None
+    if cd_offset >= buf_start:
+        directory = bytes(buf[cd_offset - buf_start : cd_offset - buf_start + cd_size])
+    elif handle is not None:
+        handle.seek(cd_offset)
+        directory = handle.read(cd_size)
+    else:
+        return None
+    members: dict[str, tuple[int, int, int]] = {}
+    pos = 0
+    for _ in range(entries):
+        if directory[pos : pos + 4] != b"PK\x01\x02":
+            return None
+        method, = struct.unpack_from("<H", directory, pos + 10)
+        usize, = struct.unpack_from("<L", directory, pos + 24)
+        name_len, extra_len, comment_len = struct.unpack_from("<3H", directory, pos + 28)
+        offset, = struct.unpack_from("<L", directory, pos + 42)
+        if 0xFFFFFFFF in (usize, offset):
+            return None
+        name = directory[pos + 46 : pos + 46 + name_len].decode("utf-8", "replace")
+        members[name] = (method, usize, offset)
+        pos += 46 + name_len + extra_len + comment_len
+    return members
+
+
+def _locate(members: dict[str, tuple[int, int, int]], read: Any) -> tuple[str, np.dtype, int, int, tuple] | None:
+    """Storage kind, dtype, byte offset, element count and shape of the tensor, or ``None``."""
+    pkl_name = next((n for n in members if n.endswith("/data.pkl")), None)
+    if pkl_name is None:
+        return None
+    prefix = pkl_name[: -len("data.pkl")]
+
+    def member(name: str) -> bytes | None:
+        entry = members.get(name)
+        if entry is None or entry[0] != zipfile.ZIP_STORED:
+            return None
+        start = _data_start(read, entry[2])
+        return None if start is None else read(start, entry[1])
+
+    order = members.get(prefix + "byteorder")
+    if order is not None and (member(prefix + "byteorder") or b"").strip() != b"little":
+        return None
+    pkl = member(pkl_name)
+    if pkl is None:
+        return None
+    try:
+        kind, key, numel, offset, shape, stride = _cached_spec(pkl)
+    except (_Unusual, ValueError, IndexError, KeyError, TypeError):
+        return None
+    dtype = _STORAGE_DTYPES.get(kind)
+    entry = members.get(f"{prefix}data/{key}")
+    if dtype is None or entry is None or entry[0] != zipfile.ZIP_STORED:
+        return None
+    count = int(np.prod(shape)) if shape else 1
+    if any(s < 0 for s in shape) or offset < 0:
+        return None
+    if count and (_contiguous_strides(shape) != stride or offset + count > numel):
+        return None  # views and odd layouts: leave them to torch
+    if numel * dtype.itemsize != entry[1]:
+        return None
+    start = _data_start(read, entry[2])
+    if start is None:
+        return None
+    return kind, dtype, start + offset * dtype.itemsize, count, shape
+
+
+def _data_start(read: Any, header_offset: int) -> int | None:
+    header = read(header_offset, _LOCAL_HEADER)
+    if len(header) != _LOCAL_HEADER or header[:4] != b"PK\x03\x04":
+        return None
+    name_len, extra_len = struct.unpack_from("<2H", header, 26)
+    return header_offset + _LOCAL_HEADER + name_len + extra_len
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_spec(pkl: bytes) -> tuple[str, str, int, int, tuple[int, ...], tuple[int, ...]]:
+    """:func:`_tensor_spec`, remembered: tensors of one shape and dtype share their data.pkl."""
+    return _tensor_spec(pkl)
+
+
+def _read_with_zipfile(handle: Any) -> np.ndarray | None:
+    """The same reading through the zipfile module (zip64 and other rarer containers)."""
+    handle.seek(0)
+    archive = zipfile.ZipFile(handle)
+    members = {i.filename: (i.compress_type, i.file_size, i.header_offset) for i in archive.infolist()}
+
+    def read(offset: int, length: int) -> bytes:
+        handle.seek(offset)
+        return handle.read(length)
+
+    located = _locate(members, read)
+    if located is None:
+        return None
+    kind, dtype, start, count, shape = located
+    handle.seek(start)
+    data = np.fromfile(handle, dtype=dtype, count=count)
+    if data.size != count:
+        return None
+    if kind == "BFloat16Storage":
+        data = (data.astype(np.uint32) << 16).view(np.float32)
+    return data.reshape(shape)
 
 
 def _contiguous_strides(size: tuple[int, ...]) -> tuple[int, ...]:
