@@ -249,7 +249,8 @@ def run_job(job: CompareJob, request: CompareRequest, keep: bool, host: Host | N
     return JobOutcome(job.label, summary, list(result.problems), result if keep else None)
 
 
-def _run_job_in_worker(job: CompareJob, request: CompareRequest, keep: bool) -> JobOutcome:
+def run_job_in_worker(job: CompareJob, request: CompareRequest, keep: bool) -> JobOutcome:
+    """:func:`run_job` with the worker's own plugin host (for process pools and clusters)."""
     return run_job(job, request, keep)
 
 
@@ -269,11 +270,22 @@ def run_compare(
     jobs: Sequence[CompareJob] = host.plan_compare(request=request)
     outcomes: list[JobOutcome] = []
     workers = min(request.jobs, len(jobs))
-    if workers > 1 and _pickles(jobs) and not request.options.get("in_process"):
+    executor = request.options.get("executor") or "process"
+    if executor == "dask":
+        from probe.executors import dask_outcomes
+
+        inner = CompareRequest(**{**request.__dict__, "jobs": 1})
+        for outcome in dask_outcomes(jobs, inner, keep, request.options.get("scheduler")):
+            outcomes.append(outcome)
+            if on_outcome:
+                on_outcome(outcome)
+    elif executor != "process":
+        raise InputError(f"unknown executor {executor!r} (choose process or dask)")
+    elif workers > 1 and _pickles(jobs) and not request.options.get("in_process"):
         # Ranks run in parallel; inside each worker tensor loading stays serial.
         inner = CompareRequest(**{**request.__dict__, "jobs": 1})
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(_run_job_in_worker, job, inner, keep) for job in jobs]
+            futures = [pool.submit(run_job_in_worker, job, inner, keep) for job in jobs]
             for future in futures:
                 outcome = future.result()
                 outcomes.append(outcome)

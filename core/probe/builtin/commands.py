@@ -39,6 +39,11 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
                     help="report formats, comma separated (csv, xlsx, json, or a plugin's)")
     io.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
                     help="parallel processes for ranks and tensor loading (default: CPU count)")
+    io.add_argument("--executor", choices=("process", "dask"), default=None,
+                    help="where rank jobs run: local processes (default) or a dask cluster (pip install 'probe[dask]')")
+    io.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                    help="dask scheduler address for --executor dask (default: $DASK_SCHEDULER_ADDRESS, "
+                         "else a local cluster of -j workers); -o must be on storage every worker sees")
     match = parser.add_argument_group("matching")
     match.add_argument("-fm", "--fuzzy_match", action="store_true", default=None,
                        help="match rows ignoring call indices")
