@@ -74,8 +74,8 @@ def leaf_row(name: str, entry: str, state: str, leaf: dict[str, Any] | None) -> 
             name,
             entry,
             state,
-            str(leaf["dtype"]),
-            _py_repr(list(shape)) if isinstance(shape, (list, tuple)) else _py_repr(shape),
+            _shared(str(leaf["dtype"])),
+            _shape_text(shape),
             (leaf.get("Max"), leaf.get("Min"), leaf.get("Mean"), leaf.get("Norm")),
             requires_grad,
             leaf.get("md5"),
@@ -104,6 +104,30 @@ def leaf_row(name: str, entry: str, state: str, leaf: dict[str, Any] | None) -> 
         name, entry, state, f"<class '{type(value).__name__}'>", "[]", (value,) * 4, requires_grad,
         md5 or crc32_hex(_py_repr(value)), data_name,
     )
+
+
+_TEXTS: dict[str, str] = {}
+_SHAPES: dict[tuple, str] = {}
+
+
+def _shared(text: str) -> str:
+    """One string object per distinct dtype text (rows are many, dtypes few)."""
+    return _TEXTS.setdefault(text, text)
+
+
+def _shape_text(shape: Any) -> str:
+    """The shape cell (``[2, 3]``); one string object per distinct shape."""
+    if isinstance(shape, (list, tuple)):
+        key = tuple(shape)
+        if not all(type(d) is int for d in key):  # 1, 1.0 and True are equal keys: ints only
+            return _py_repr(list(shape))
+        text = _SHAPES.get(key)
+        if text is None:
+            text = _py_repr(list(shape))
+            if len(_SHAPES) < 100_000:
+                _SHAPES[key] = text
+        return text
+    return _py_repr(shape)
 
 
 def _slice_shape(value: Any) -> str:

@@ -163,7 +163,7 @@ def compare_dumps(
         from probe.highlight import apply_highlight
 
         apply_highlight(result)
-    result.problems.extend(r.extra["problem"] for r in records if "problem" in r.extra)
+    result.problems.extend(r.extra["problem"] for r in records if r.extra_value("problem") is not None)
     return result
 
 

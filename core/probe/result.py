@@ -16,15 +16,60 @@ UNMATCHED = NA
 class RowResult:
     """Metrics and verdict of one target row."""
 
-    __slots__ = ("pair", "metrics", "verdict", "messages", "notes", "extra")
+    __slots__ = ("pair", "metrics", "verdict", "_messages", "_notes", "_extra")
 
     def __init__(self, pair: Pair, metrics: tuple[Any, ...]) -> None:
         self.pair = pair
         self.metrics = metrics
         self.verdict = PASS if pair.golden is not None else UNMATCHED
-        self.messages: list[str] = []
-        self.notes: list[str] = []
-        self.extra: dict[str, Any] = {}
+        # messages, notes and extra are created on first use: most rows never need them,
+        # and three empty containers per row add up at a million rows
+        self._messages: list[str] | None = None
+        self._notes: list[str] | None = None
+        self._extra: dict[str, Any] | None = None
+
+    @property
+    def messages(self) -> list[str]:
+        """Rule messages, in the order the rules fired."""
+        if self._messages is None:
+            self._messages = []
+        return self._messages
+
+    @messages.setter
+    def messages(self, value: list[str]) -> None:
+        self._messages = value
+
+    @property
+    def notes(self) -> list[str]:
+        """Explanations that are not rule hits (unmatched, file problems...)."""
+        if self._notes is None:
+            self._notes = []
+        return self._notes
+
+    @notes.setter
+    def notes(self, value: list[str]) -> None:
+        self._notes = value
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """Extra per-row values (stack text, highlight colour, plugin columns...)."""
+        if self._extra is None:
+            self._extra = {}
+        return self._extra
+
+    @extra.setter
+    def extra(self, value: dict[str, Any]) -> None:
+        self._extra = value
+
+    @property
+    def has_text(self) -> bool:
+        """Whether the row has any message or note (without creating the lists)."""
+        return bool(self._messages) or bool(self._notes)
+
+    def extra_value(self, key: str, default: Any = None) -> Any:
+        """``extra.get(key, default)`` without creating the dict."""
+        extra = self._extra
+        return default if extra is None else extra.get(key, default)
 
     @property
     def name(self) -> str:
@@ -83,7 +128,7 @@ class CompareResult:
         for record in self.records:
             row = render(record, with_stack)
             if extra:
-                row.extend(record.extra.get(column, "") for column in extra)
+                row.extend(record.extra_value(column, "") for column in extra)
             yield row
 
     def as_dicts(self) -> list[dict[str, Any]]:

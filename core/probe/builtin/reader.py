@@ -49,7 +49,14 @@ class MsprobeJsonReader:
             reader=self.name,
             framework_declared=bool(framework),
         )
-        return info, iter(data.items())
+        return info, _consume(data)
+
+
+def _consume(data: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """Yield the entries in file order, dropping each from the parsed tree once taken,
+    so the tree shrinks while rows are built instead of living until the end."""
+    for name in list(data):
+        yield name, data.pop(name)
 
 
 @hookimpl(trylast=True)

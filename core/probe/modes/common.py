@@ -97,7 +97,7 @@ def requires_grad_consistent(row: RowResult) -> bool:
 
 def err_message(row: RowResult) -> str:
     """Err_message cell: JSON list of rule messages followed by notes."""
-    if not row.messages and not row.notes:
+    if not row.has_text:
         return "[]"
     return json.dumps(row.messages + row.notes, ensure_ascii=False)
 
@@ -165,5 +165,5 @@ def render_cells(row: RowResult, with_stack: bool, with_stats: bool = True) -> l
     cells.append(row.verdict)
     cells.append(err_message(row))
     if with_stack:
-        cells.append(row.extra.get("stack", NA))
+        cells.append(row.extra_value("stack", NA))
     return cells
