@@ -110,7 +110,7 @@ class FlatDump:
     skipped_entries: list[str] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class Pair:
     """A target row and the golden row matched to it (``None`` when unmatched)."""
 
