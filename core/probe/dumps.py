@@ -66,16 +66,3 @@ def load_stack(path: Path) -> dict[str, list[str]] | None:
         if not isinstance(lines, list):
             raise InputError(f"has stack info of {name} that is not a list", path)
     return doc
-
-
-def dump_mode_hint(dump: FlatDump) -> str:
-    """``tensor``, ``md5`` or ``statistics`` as msProbe decides from one dump."""
-    if dump.info.task == "tensor":
-        return "tensor"
-    return "md5" if dump.has_md5 else "statistics"
-
-
-def read_dump_header(path: Path) -> dict[str, Any]:
-    """The top-level keys of a dump other than ``data`` (used by layout discovery)."""
-    doc = read_json(path)
-    return {k: v for k, v in doc.items() if k != "data"} if isinstance(doc, dict) else {}

@@ -13,7 +13,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
-from probe.dumps import dump_mode_hint, load_dump
+from probe.dumps import load_dump
 from probe.errors import InputError, ProbeError
 from probe.io import prepare_output_dir, timestamp, unique_path
 from probe.jobs import CompareJob, CompareRequest, DumpPairJob

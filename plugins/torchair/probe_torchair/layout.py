@@ -13,7 +13,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from probe.errors import InputError
 
 from probe_torchair.gedump import GeOpFile, parse_name
 
