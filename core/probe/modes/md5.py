@@ -7,6 +7,7 @@ from typing import Any
 
 from probe.model import ERROR, NA, WARNING, FlatDump, ModeContext, Pair
 from probe.modes import common
+from probe.modes.statistics import PROGRESS_STEP
 from probe.result import RowResult
 
 METRIC_COLUMNS = ["NPU MD5", "BENCH MD5"]
@@ -32,12 +33,14 @@ class Md5Mode:
         return cols + [common.STACK_COLUMN] if with_stack else cols
 
     def compute(self, pairs: Sequence[Pair], ctx: ModeContext) -> list[RowResult]:
-        results = [
-            RowResult(pair, (_md5(pair.target), _md5(pair.golden) if pair.golden is not None else NA))
-            for pair in pairs
-        ]
-        if ctx.progress:
-            ctx.progress(len(pairs))
+        results: list[RowResult] = []
+        for start in range(0, len(pairs), PROGRESS_STEP):
+            results.extend(
+                RowResult(pair, (_md5(pair.target), _md5(pair.golden) if pair.golden is not None else NA))
+                for pair in pairs[start : start + PROGRESS_STEP]
+            )
+            if ctx.progress:
+                ctx.progress(min(PROGRESS_STEP, len(pairs) - start))
         return results
 
     def judge(self, group: list[RowResult]) -> None:

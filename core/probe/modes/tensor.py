@@ -24,6 +24,8 @@ MSG_COSINE = "warning: The input/parameters of Cosine > 0.9, and input/parameter
 ACCURACY_COLUMN = "Accuracy Reached or Not"
 COSINE, MAX_ABS, ONE_K = 0, 2, 4
 CHUNK = 64
+PROGRESS_STEP = 16
+"""Tensor pairs between two progress-bar updates."""
 
 
 def resolve_tensor_file(tensor_dir: Path, data_name: str) -> Path:
@@ -149,10 +151,15 @@ class TensorMode:
             host = host or default_host()
             extra = list(ctx.extra_metrics)
             out = []
+            pending = 0
             for task in tasks:
                 out.append(_compute_one(task, host.tensor_loaders, extra))
-                if ctx.progress:
-                    ctx.progress(1)
+                pending += 1
+                if ctx.progress and pending == PROGRESS_STEP:
+                    ctx.progress(pending)
+                    pending = 0
+            if ctx.progress and pending:
+                ctx.progress(pending)
             return out
         chunks = [tasks[i : i + CHUNK] for i in range(0, len(tasks), CHUNK)]
         out = []
