@@ -129,3 +129,39 @@ def test_viewer_manual_match_exports_mapping(browser, tmp_path):
     assert doc[npu_name] == bench_name
     pairs = node_pairs(doc, build_graph(DATA / "fuzzy_target"))
     assert pairs[npu_name] == bench_name
+
+
+def test_exported_mapping_drives_probe_compare_dm(browser, tmp_path):
+    """A pair picked in the viewer, exported as YAML, pairs the rows in ``probe compare -dm``."""
+    from selenium.webdriver.common.by import By
+
+    import probe
+    from graph_helpers import DATA
+
+    npu_name, bench_name = "Functional.layer_norm.2.forward", "Functional.layer_norm.1.forward"
+    result = run(tmp_path, "fuzzy_target", "fuzzy_golden", html=True)
+    browser.get(result.html.as_uri())
+    _wait(browser, lambda d: d.execute_script("return document.body.dataset.ready") == "1")
+    for side, name in (("NPU", npu_name), ("Bench", bench_name)):
+        search = browser.find_element(By.ID, "search")
+        search.clear()
+        search.send_keys(name)
+        selector = f'#result-list li[data-side="{side}"][data-name="{name}"]'
+        _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, selector))
+        browser.find_element(By.CSS_SELECTOR, selector).click()
+    assert browser.find_element(By.ID, "pick-npu").text == npu_name
+    assert browser.find_element(By.ID, "pick-bench").text == bench_name
+    browser.find_element(By.ID, "add-pair").click()
+    browser.find_element(By.ID, "export-yaml").click()
+    mapping_file = tmp_path / "mapping.yaml"
+    mapping_file.write_text(browser.find_element(By.ID, "yaml-out").get_attribute("value"))
+
+    def bench_of(**options):
+        rows = probe.compare(DATA / "fuzzy_target/dump.json", DATA / "fuzzy_golden/dump.json", **options)[0]
+        return {row["NPU Name"]: row["Bench Name"] for row in rows}
+
+    plain = bench_of()
+    mapped = bench_of(data_mapping=str(mapping_file))
+    for part in ("input.0", "output.0"):
+        assert plain[f"{npu_name}.{part}"] == "N/A"
+        assert mapped[f"{npu_name}.{part}"] == f"{bench_name}.{part}"
