@@ -72,6 +72,17 @@ def test_viewer_search_filter_expand(browser, tmp_path):
     assert browser.find_element(By.ID, "details-verdict").text == "warning"
     details = browser.find_element(By.ID, "details").text
     assert "NormRelativeErr" in details and "Stack" in details
+    # the page embeds compressed columnar data; the details table shows the db's own values
+    import json
+    import sqlite3
+
+    html = result.html.read_text()
+    assert 'data-encoding="gzip+base64"' in html and "Functional.conv2d.0.backward" not in html
+    stored = sqlite3.connect(result.db).execute(
+        "SELECT output_data FROM tb_nodes WHERE data_source = 'NPU' AND node_name = 'Functional.conv2d.0.backward'"
+    ).fetchone()[0]
+    item = next(v for v in json.loads(stored).values() if "Max" in v)
+    assert item["Max"] in details and item["NormRelativeErr"] in details
 
     # precision filter: warning nodes listed, the conv2d backward among them
     browser.find_element(By.ID, "search").clear()

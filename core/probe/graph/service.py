@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import sys
 import time
@@ -59,7 +58,8 @@ class GraphOptions:
     html: bool = False
     timestamp: str | None = None
     jobs: int | None = None
-    """Processes that build graphs (default: one per CPU)."""
+    """Processes that build graphs (default 1: shipping a built graph back costs about as much
+    as building it, see docs/performance.md)."""
 
 
 @dataclass
@@ -168,17 +168,13 @@ def build_graphs(jobs: list[tuple[GraphSource, str]], workers: int = 1) -> list[
         return list(pool.map(_build_one, jobs))
 
 
-def _default_jobs() -> int:
-    return max(1, os.cpu_count() or 1)
-
-
 def run_graph(options: GraphOptions, host: Host | None = None) -> GraphRun:
     """Run ``graph_visualize``; returns the db written (and the graphs, for callers and tests)."""
     options.output.mkdir(parents=True, exist_ok=True)
     stamp = options.timestamp or time.strftime("%Y%m%d%H%M%S")
     compare = options.golden is not None
     merged = bool(options.merge)
-    workers = options.jobs or _default_jobs()
+    workers = options.jobs or 1
     if compare and not merged:
         kind, pairs = pair_sources(options.target, options.golden)
     else:
