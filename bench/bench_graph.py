@@ -35,6 +35,7 @@ def main() -> int:
     parser.add_argument("--apis", type=int, default=50_000)
     parser.add_argument("--work", type=Path, default=Path("/tmp/probe-bench"))
     parser.add_argument("--html", action="store_true", help="also time the HTML viewer")
+    parser.add_argument("--jobs", type=int, default=1, help="processes building the two graphs (1 = serial)")
     args = parser.parse_args()
     root = generate(args.work, args.apis)
     target, golden = root / "target" / "step0" / "rank0", root / "golden" / "step0" / "rank0"
@@ -43,7 +44,7 @@ def main() -> int:
     from probe.graph.db import VisDbWriter
     from probe.graph.matching import match_graphs
     from probe.graph.metrics import compare_task, compute_metrics
-    from probe.graph.node import BENCH
+    from probe.graph.node import BENCH, NPU
     from probe.graph.verdict import judge_collections, judge_graph
     from probe.plugins import Host
 
@@ -57,8 +58,15 @@ def main() -> int:
         times.append((name, time.perf_counter() - start))
         return value
 
-    npu = phase("build target graph", lambda: build_graph(target))
-    bench = phase("build golden graph", lambda: build_graph(golden, BENCH))
+    if args.jobs > 1:
+        from probe.graph.layout import GraphSource
+        from probe.graph.service import build_graphs
+
+        jobs = [(GraphSource(target, 0, 0), NPU), (GraphSource(golden, 0, 0), BENCH)]
+        npu, bench = phase(f"build both graphs ({args.jobs} procs)", lambda: build_graphs(jobs, args.jobs))
+    else:
+        npu = phase("build target graph", lambda: build_graph(target))
+        bench = phase("build golden graph", lambda: build_graph(golden, BENCH))
     matched = phase("match", lambda: match_graphs(npu, bench))
     task = compare_task(npu, bench)
     by_node = phase("metrics (statistics mode)", lambda: compute_metrics(

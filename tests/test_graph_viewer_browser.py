@@ -72,6 +72,17 @@ def test_viewer_search_filter_expand(browser, tmp_path):
     assert browser.find_element(By.ID, "details-verdict").text == "warning"
     details = browser.find_element(By.ID, "details").text
     assert "NormRelativeErr" in details and "Stack" in details
+    # the page embeds compressed columnar data; the details table shows the db's own values
+    import json
+    import sqlite3
+
+    html = result.html.read_text()
+    assert 'data-encoding="gzip+base64"' in html and "Functional.conv2d.0.backward" not in html
+    stored = sqlite3.connect(result.db).execute(
+        "SELECT output_data FROM tb_nodes WHERE data_source = 'NPU' AND node_name = 'Functional.conv2d.0.backward'"
+    ).fetchone()[0]
+    item = next(v for v in json.loads(stored).values() if "Max" in v)
+    assert item["Max"] in details and item["NormRelativeErr"] in details
 
     # precision filter: warning nodes listed, the conv2d backward among them
     browser.find_element(By.ID, "search").clear()
@@ -129,3 +140,39 @@ def test_viewer_manual_match_exports_mapping(browser, tmp_path):
     assert doc[npu_name] == bench_name
     pairs = node_pairs(doc, build_graph(DATA / "fuzzy_target"))
     assert pairs[npu_name] == bench_name
+
+
+def test_exported_mapping_drives_probe_compare_dm(browser, tmp_path):
+    """A pair picked in the viewer, exported as YAML, pairs the rows in ``probe compare -dm``."""
+    from selenium.webdriver.common.by import By
+
+    import probe
+    from graph_helpers import DATA
+
+    npu_name, bench_name = "Functional.layer_norm.2.forward", "Functional.layer_norm.1.forward"
+    result = run(tmp_path, "fuzzy_target", "fuzzy_golden", html=True)
+    browser.get(result.html.as_uri())
+    _wait(browser, lambda d: d.execute_script("return document.body.dataset.ready") == "1")
+    for side, name in (("NPU", npu_name), ("Bench", bench_name)):
+        search = browser.find_element(By.ID, "search")
+        search.clear()
+        search.send_keys(name)
+        selector = f'#result-list li[data-side="{side}"][data-name="{name}"]'
+        _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, selector))
+        browser.find_element(By.CSS_SELECTOR, selector).click()
+    assert browser.find_element(By.ID, "pick-npu").text == npu_name
+    assert browser.find_element(By.ID, "pick-bench").text == bench_name
+    browser.find_element(By.ID, "add-pair").click()
+    browser.find_element(By.ID, "export-yaml").click()
+    mapping_file = tmp_path / "mapping.yaml"
+    mapping_file.write_text(browser.find_element(By.ID, "yaml-out").get_attribute("value"))
+
+    def bench_of(**options):
+        rows = probe.compare(DATA / "fuzzy_target/dump.json", DATA / "fuzzy_golden/dump.json", **options)[0]
+        return {row["NPU Name"]: row["Bench Name"] for row in rows}
+
+    plain = bench_of()
+    mapped = bench_of(data_mapping=str(mapping_file))
+    for part in ("input.0", "output.0"):
+        assert plain[f"{npu_name}.{part}"] == "N/A"
+        assert mapped[f"{npu_name}.{part}"] == f"{bench_name}.{part}"

@@ -13,11 +13,37 @@ from typing import IO
 from probe.errors import InputError
 
 
+def _current_umask() -> int:
+    """The process umask (read without changing it where /proc allows)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _temp_beside(path: Path, suffix: str) -> str:
+    """A new temporary file beside ``path`` with normal permissions (0666 minus the umask).
+
+    ``mkstemp`` creates 0600 files; reports are meant to be shared like any other output.
+    """
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    try:
+        os.fchmod(fd, 0o666 & ~_current_umask())
+    finally:
+        os.close(fd)
+    return tmp
+
+
 @contextmanager
 def atomic_write(path: Path, mode: str = "w", **kwargs) -> Iterator[IO]:
     """Open a temporary file beside ``path``; rename it onto ``path`` only on success."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    tmp = _temp_beside(path, ".tmp")
     try:
         with open(tmp, mode, **kwargs) as handle:
             yield handle
@@ -31,8 +57,7 @@ def atomic_write(path: Path, mode: str = "w", **kwargs) -> Iterator[IO]:
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """A temporary path beside ``path`` for writers that want a file name; renamed on success."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
+    tmp = _temp_beside(path, path.suffix)
     try:
         yield Path(tmp)
         os.replace(tmp, path)

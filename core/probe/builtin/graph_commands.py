@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
 from probe.errors import InputError
@@ -22,7 +21,6 @@ VIEW_EPILOG = """examples:
   probe view out/compare_20260101120000.vis.db                     # -> out/compare_20260101120000.html
   probe view out/build_20260101120000.vis.db --step 1 --rank 3 -o rank3.html
 """
-_ORDER_RE = re.compile(r"^[a-z]+(-[a-z]+)*$")
 
 
 def add_graph_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,6 +50,7 @@ def add_graph_arguments(parser: argparse.ArgumentParser) -> None:
 
 def merge_options(args: argparse.Namespace) -> list:
     """Per-side parallel-merge options (empty when ``--rank_size`` is absent)."""
+    from probe.graph.merge import validate
     from probe.graph.service import MergeOptions
 
     if not args.rank_size:
@@ -72,15 +71,9 @@ def merge_options(args: argparse.Namespace) -> list:
     for rank_size, tp, pp, vpp, order in zip(
         values("rank_size", 1), values("tp", 1), values("pp", 1), values("vpp", 1), values("order", "tp-cp-ep-dp-pp")
     ):
-        if min(rank_size, tp, pp, vpp) < 1:
-            raise InputError("--rank_size/--tp/--pp/--vpp must be positive")
-        if rank_size % tp or rank_size % pp or tp * pp > rank_size:
-            raise InputError(f"--tp {tp} and --pp {pp} must divide --rank_size {rank_size} (and tp*pp <= rank_size)")
-        if vpp > 1 and pp == 1:
-            raise InputError("--vpp > 1 needs --pp > 1")
-        if not _ORDER_RE.match(order):
-            raise InputError(f"--order {order!r} must be lower-case letters joined by '-'")
-        out.append(MergeOptions(rank_size, tp, pp, vpp, order))
+        option = MergeOptions(rank_size, tp, pp, vpp, order)
+        validate(option)
+        out.append(option)
     return out
 
 

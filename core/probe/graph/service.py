@@ -57,6 +57,9 @@ class GraphOptions:
     merge: list[MergeOptions] = field(default_factory=list)
     html: bool = False
     timestamp: str | None = None
+    jobs: int | None = None
+    """Processes that build graphs (default 1: shipping a built graph back costs about as much
+    as building it, see docs/performance.md)."""
 
 
 @dataclass
@@ -150,17 +153,33 @@ def _build(source: GraphSource, side: str) -> Graph:
     return build_graph(source.directory, side, source.step, source.rank)
 
 
+def _build_one(job: tuple[GraphSource, str]) -> Graph:
+    return _build(*job)
+
+
+def build_graphs(jobs: list[tuple[GraphSource, str]], workers: int = 1) -> list[Graph]:
+    """Build the graph of every (source, side), in parallel processes when ``workers > 1``."""
+    workers = min(workers, len(jobs))
+    if workers <= 1:
+        return [_build(*job) for job in jobs]
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(_build_one, jobs))
+
+
 def run_graph(options: GraphOptions, host: Host | None = None) -> GraphRun:
     """Run ``graph_visualize``; returns the db written (and the graphs, for callers and tests)."""
     options.output.mkdir(parents=True, exist_ok=True)
     stamp = options.timestamp or time.strftime("%Y%m%d%H%M%S")
     compare = options.golden is not None
-    if compare:
+    merged = bool(options.merge)
+    workers = options.jobs or 1
+    if compare and not merged:
         kind, pairs = pair_sources(options.target, options.golden)
     else:
         kind, sources = discover(options.target)
         pairs = [(s, None) for s in sources]
-    merged = bool(options.merge)
     progress = Progress(options.progress_log, len(pairs) + 1)
     graphs: list[Graph] = []
     task = ""
@@ -168,20 +187,29 @@ def run_graph(options: GraphOptions, host: Host | None = None) -> GraphRun:
     if merged:
         from probe.graph.merge import merge_side
 
-        npu_graphs = merge_side([_build(s, NPU) for s, _ in pairs], options.merge[0], options.target)
-        bench_graphs = (
-            merge_side([_build(g, BENCH) for _, g in pairs], options.merge[-1], options.golden) if compare else []
-        )
+        golden_sources: list[GraphSource] = []
+        if compare:
+            kind_g, golden_sources = discover(options.golden)
+            if kind_g != kind:
+                raise InputError(f"has layout '{kind_g}' but the target path has layout '{kind}'", options.golden)
+        jobs = [(s, NPU) for s, _ in pairs] + [(g, BENCH) for g in golden_sources]
+        built_all = build_graphs(jobs, workers)
+        npu_graphs = merge_side(built_all[: len(pairs)], options.merge[0], options.target)
+        bench_graphs = merge_side(built_all[len(pairs):], options.merge[-1], options.golden) if compare else []
         if compare and len(npu_graphs) != len(bench_graphs):
             raise InputError(
                 f"merges into {len(bench_graphs)} graphs but the target merges into {len(npu_graphs)}; "
                 "both sides need the same data-parallel size", options.golden,
             )
         built = list(zip(npu_graphs, bench_graphs)) if compare else [(g, None) for g in npu_graphs]
-        for bench_graph, npu_graph in ((b, n) for n, b in built if b is not None):
-            bench_graph.rank = npu_graph.rank
+        for npu_graph, bench_graph in built:
+            if bench_graph is not None:
+                bench_graph.rank, bench_graph.step = npu_graph.rank, npu_graph.step
     else:
-        built = [(_build(s, NPU), _build(g, BENCH) if g is not None else None) for s, g in pairs]
+        jobs = [(s, NPU) for s, _ in pairs] + [(g, BENCH) for _, g in pairs if g is not None]
+        built_all = build_graphs(jobs, workers)
+        bench_iter = iter(built_all[len(pairs):])
+        built = [(n, next(bench_iter) if g is not None else None) for n, (_, g) in zip(built_all, pairs)]
     for npu_graph, bench_graph in built:
         if bench_graph is not None:
             task, count = compare_pair(npu_graph, bench_graph, options, host, merged)

@@ -1,8 +1,17 @@
-"""Turn a ``.vis.db`` into one self-contained HTML file (inline CSS/JS, data embedded as JSON)."""
+"""Turn a ``.vis.db`` into one self-contained HTML file (inline CSS/JS, data embedded once).
+
+The data is a compact columnar table: parameter items are stored as a schema index (the list
+of their keys, shared) plus their values, repeated strings (dtypes, shapes, verdicts...) are
+interned, and stacks are stored once and referenced by index. The JSON is gzip-compressed and
+base64-encoded; the page inflates it with the browser's ``DecompressionStream``.
+"""
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
+import re
 import sqlite3
 from importlib import resources
 from pathlib import Path
@@ -14,6 +23,43 @@ from probe.errors import InputError
 from probe.io import atomic_write
 
 SIDES = ("NPU", "Bench")
+_NUMBER = re.compile(r"^-?(\d|inf|nan)", re.IGNORECASE)
+
+
+class _Items:
+    """Parameter items of one page as columns: key-set schemas, interned strings, raw numbers."""
+
+    def __init__(self) -> None:
+        self.schemas: list[list[str]] = []
+        self.schema_index: dict[tuple[str, ...], int] = {}
+        self.strings: list[str] = []
+        self.string_index: dict[str, int] = {}
+
+    def value(self, value: Any) -> Any:
+        text = value if isinstance(value, str) else json.dumps(value)
+        if _NUMBER.match(text) and len(text) > 3:
+            return text  # numbers are unique: store them as they are
+        index = self.string_index.get(text)
+        if index is None:
+            index = self.string_index[text] = len(self.strings)
+            self.strings.append(text)
+        return index
+
+    def add(self, node: str, data: str | None, names: list[str], schemas: list[int], values: list[list]) -> int:
+        """Append the items of one ``input_data``/``output_data`` JSON; returns how many."""
+        doc = orjson.loads(data) if data else {}
+        for name, item in doc.items():
+            names.append(name[len(node):] if name.startswith(node + ".") else name)
+            if not isinstance(item, dict):
+                item = {"value": item}
+            keys = tuple(item)
+            schema = self.schema_index.get(keys)
+            if schema is None:
+                schema = self.schema_index[keys] = len(self.schemas)
+                self.schemas.append(list(keys))
+            schemas.append(schema)
+            values.append([self.value(v) for v in item.values()])
+        return len(doc)
 
 
 def _asset(name: str) -> str:
@@ -50,6 +96,7 @@ def load_payload(db: Path, step: int | None = None, rank: int | None = None) -> 
             raise InputError(f"has no graph for step {step} rank {rank} (steps {steps}, ranks {ranks})", db)
         stacks: list[Any] = []
         stack_index: dict[str, int] = {}
+        items = _Items()
         sides: dict[str, Any] = {}
         for side in SIDES:
             rows = conn.execute(
@@ -63,9 +110,12 @@ def load_payload(db: Path, step: int | None = None, rank: int | None = None) -> 
             if not rows:
                 continue
             index = {row[0]: i for i, row in enumerate(rows)}
-            names, kinds, parents, prec, ovf, micro, match, stack, dist, inp, out, merge = (
-                [] for _ in range(12)
-            )
+            names, kinds, parents, prec, ovf, micro, match, stack, dist, merge = ([] for _ in range(10))
+            n_in: list[int] = []
+            n_out: list[int] = []
+            row_names: list[str] = []
+            row_schemas: list[int] = []
+            row_values: list[list] = []
             for row in rows:
                 (name, kind, up, p, o, m, link, sid, distributed, in_data, out_data, merge_info, stack_info) = row
                 names.append(name)
@@ -81,13 +131,13 @@ def load_payload(db: Path, step: int | None = None, rank: int | None = None) -> 
                     stacks.append(json.loads(stack_info) if stack_info else [])
                 stack.append(stack_index[sid])
                 dist.append(distributed if distributed and distributed != "{}" else None)
-                inp.append(in_data or "{}")
-                out.append(out_data or "{}")
+                n_in.append(items.add(name, in_data, row_names, row_schemas, row_values))
+                n_out.append(items.add(name, out_data, row_names, row_schemas, row_values))
                 merge.append(merge_info or "")
             sides[side] = {
                 "names": names, "kinds": kinds, "parents": parents, "precision": prec, "overflow": ovf,
-                "micro": micro, "match": match, "stack": stack, "dist": dist, "inputs": inp, "outputs": out,
-                "merge": merge,
+                "micro": micro, "match": match, "stack": stack, "dist": dist, "merge": merge,
+                "nIn": n_in, "nOut": n_out, "rowNames": row_names, "rowSchemas": row_schemas, "rowValues": row_values,
             }
         if not sides:
             raise InputError(f"has no nodes for step {step} rank {rank}", db)
@@ -99,21 +149,27 @@ def load_payload(db: Path, step: int | None = None, rank: int | None = None) -> 
             },
             "sides": sides,
             "stacks": stacks,
+            "schemas": items.schemas,
+            "strings": items.strings,
         }
     finally:
         conn.close()
 
 
+def encode_payload(payload: dict[str, Any]) -> str:
+    """The payload as base64 of gzip-compressed JSON (what the page embeds)."""
+    return base64.b64encode(gzip.compress(orjson.dumps(payload), compresslevel=6, mtime=0)).decode("ascii")
+
+
 def render_html(payload: dict[str, Any]) -> str:
-    """The HTML page for ``payload`` (``</`` escaped so the JSON cannot close its script tag)."""
-    data = orjson.dumps(payload).decode().replace("</", "<\\/")
+    """The HTML page for ``payload`` (base64 text cannot close its script tag)."""
     title = f"probe graph - {payload['meta']['source']}"
     page = _asset("viewer.html")
     return (
-        page.replace("__TITLE__", title)
+        page.replace("__TITLE__", title.replace("&", "&amp;").replace("<", "&lt;"))
         .replace("/*__CSS__*/", _asset("viewer.css"))
         .replace("/*__JS__*/", _asset("viewer.js"))
-        .replace("__DATA__", data)
+        .replace("__DATA__", encode_payload(payload))
     )
 
 

@@ -1,6 +1,21 @@
 "use strict";
 (function () {
-  const DATA = JSON.parse(document.getElementById("graph-data").textContent);
+  // The data is gzip-compressed JSON in base64, inflated with the browser's DecompressionStream.
+  async function loadData() {
+    const text = document.getElementById("graph-data").textContent.trim();
+    const raw = atob(text);
+    const bytes = new Uint8Array(raw.length);
+    for (let k = 0; k < raw.length; k++) bytes[k] = raw.charCodeAt(k);
+    if (typeof DecompressionStream === "undefined") throw new Error("this browser has no DecompressionStream; use a current Chrome, Firefox, Edge or Safari");
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return JSON.parse(await new Response(stream).text());
+  }
+  loadData().then(main, (err) => {
+    window.__errors = [String(err)];
+    document.body.insertAdjacentHTML("afterbegin", `<p class="load-error">Cannot read the embedded graph: ${String(err).replace(/</g, "&lt;")}</p>`);
+  });
+
+  function main(DATA) {
   const META = DATA.meta;
   const COMPARE = META.graphType === "compare";
   const SIDES = Object.keys(DATA.sides);
@@ -248,6 +263,24 @@
     return html + "</tbody></table>";
   }
   function parse(text) { try { return JSON.parse(text || "{}"); } catch (e) { return {}; } }
+  // parameter items of node i: output=false -> inputs, true -> outputs ({row name: {key: value}})
+  function items(s, i, output) {
+    if (!s.rowStart) {
+      s.rowStart = new Int32Array(s.names.length + 1);
+      for (let k = 0; k < s.names.length; k++) s.rowStart[k + 1] = s.rowStart[k] + s.nIn[k] + s.nOut[k];
+    }
+    const start = s.rowStart[i] + (output ? s.nIn[i] : 0);
+    const end = start + (output ? s.nOut[i] : s.nIn[i]);
+    const res = {};
+    for (let k = start; k < end; k++) {
+      const suffix = s.rowNames[k];
+      const keys = DATA.schemas[s.rowSchemas[k]], vals = s.rowValues[k];
+      const item = {};
+      for (let j = 0; j < keys.length; j++) item[keys[j]] = typeof vals[j] === "number" ? DATA.strings[vals[j]] : vals[j];
+      res[suffix.startsWith(".") ? s.names[i] + suffix : suffix] = item;
+    }
+    return res;
+  }
   function showDetails(side, i) {
     const s = G[side];
     const j = partner(side, i);
@@ -255,8 +288,8 @@
     const ni = side === "NPU" ? i : j;
     const bi = side === "NPU" ? j : i;
     const N = G[npuSide], B = G.Bench;
-    const nIn = ni !== undefined ? parse(N.inputs[ni]) : {}, nOut = ni !== undefined ? parse(N.outputs[ni]) : {};
-    const bIn = B && bi !== undefined ? parse(B.inputs[bi]) : (COMPARE ? {} : null), bOut = B && bi !== undefined ? parse(B.outputs[bi]) : (COMPARE ? {} : null);
+    const nIn = ni !== undefined ? items(N, ni, false) : {}, nOut = ni !== undefined ? items(N, ni, true) : {};
+    const bIn = B && bi !== undefined ? items(B, bi, false) : (COMPARE ? {} : null), bOut = B && bi !== undefined ? items(B, bi, true) : (COMPARE ? {} : null);
     const prec = ni !== undefined ? N.precision[ni] : null;
     let html = `<h3 id="details-name">${esc(s.names[i])}</h3><div>`;
     html += `side: ${esc(side)}; micro step: ${s.micro[i]}`;
@@ -404,8 +437,8 @@
     const lines = ["# target (NPU) name: golden (bench) name", "# node pairs picked in the probe viewer, then their rows, paired by position"];
     for (const [a, b, ni, bi] of state.pairs) {
       lines.push(`${yamlKey(a)}: ${yamlKey(b)}`);
-      const na = { ...parse(G.NPU.inputs[ni]), ...parse(G.NPU.outputs[ni]) };
-      const nb = { ...parse(G.Bench.inputs[bi]), ...parse(G.Bench.outputs[bi]) };
+      const na = { ...items(G.NPU, ni, false), ...items(G.NPU, ni, true) };
+      const nb = { ...items(G.Bench, bi, false), ...items(G.Bench, bi, true) };
       const ga = groupKeys(na), gb = groupKeys(nb);
       for (const g of ["input", "parameters", "output"]) {
         const n = Math.min(ga[g].length, gb[g].length);
@@ -434,4 +467,5 @@
   }
   buildPanes();
   document.body.dataset.ready = "1";
+  }
 })();

@@ -1,0 +1,51 @@
+"""Atomic output files: content lands only on success, with normal permissions."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from probe.io import atomic_path, atomic_write
+
+
+@pytest.fixture()
+def umask_027():
+    old = os.umask(0o027)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def _mode(path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_atomic_write_honours_umask(tmp_path, umask_027):
+    out = tmp_path / "report.csv"
+    with atomic_write(out, "w") as handle:
+        handle.write("a,b\n")
+    assert out.read_text() == "a,b\n"
+    assert _mode(out) == 0o640  # 0666 minus umask 027, not mkstemp's 0600
+
+
+def test_atomic_path_honours_default_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        out = tmp_path / "report.xlsx"
+        with atomic_path(out) as tmp:
+            tmp.write_bytes(b"x")
+        assert _mode(out) == 0o644
+    finally:
+        os.umask(old)
+
+
+def test_atomic_write_leaves_nothing_on_failure(tmp_path):
+    out = tmp_path / "report.csv"
+    with pytest.raises(RuntimeError):
+        with atomic_write(out, "w") as handle:
+            handle.write("partial")
+            raise RuntimeError("boom")
+    assert list(tmp_path.iterdir()) == []
