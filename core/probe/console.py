@@ -12,7 +12,7 @@ from rich.table import Table
 from probe.errors import InputError
 from probe.jobs import CompareRequest
 from probe.model import Summary
-from probe.pipeline import JobOutcome, run_compare
+from probe.pipeline import JobOutcome, enabled_analyzers, run_compare
 
 err_console = Console(stderr=True)
 
@@ -27,8 +27,7 @@ def _progress() -> Progress:
 def run_with_console(request: CompareRequest, host: Any, fail_on: str = "never") -> int:
     """Run a compare with a progress bar, print the summary, return the exit code."""
     tensor_log = bool(request.options.get("tensor_log"))
-    analyzers = [a for a in host.analyzers.values() if a.enabled(request)]
-    keep = tensor_log or bool(analyzers)
+    analyzers = enabled_analyzers(host, request)
     with _progress() as progress:
         jobs_task = progress.add_task("jobs", total=None)
 
@@ -39,13 +38,16 @@ def run_with_console(request: CompareRequest, host: Any, fail_on: str = "never")
         def done(outcome: JobOutcome) -> None:
             progress.advance(jobs_task, 1)
 
-        outcomes, jobs = run_compare(request, host, keep=keep, progress=factory, on_outcome=done)
+        outcomes, jobs = run_compare(request, host, keep=tensor_log, progress=factory, on_outcome=done)
     if tensor_log:
         print_tensor_log(outcomes)
     results = [o.result for o in outcomes if o.result is not None]
     code = report(outcomes, request, fail_on)
     for analyzer in analyzers:
-        analyzer.analyze(request, results)
+        if getattr(analyzer, "digest", None) is None:
+            analyzer.analyze(request, results)
+        else:
+            analyzer.analyze(request, [o.digests[analyzer.name] for o in outcomes if analyzer.name in o.digests])
     return code
 
 

@@ -262,15 +262,21 @@ class Exporter(Protocol):
 
 @runtime_checkable
 class Analyzer(Protocol):
-    """Looks at finished results of a compare and reports what they mean."""
+    """Looks at finished results of a compare and reports what they mean.
+
+    An analyzer may also define ``digest(request, result) -> object``: it is then called
+    where the job ran (a worker process or a cluster node) right after the result is
+    computed, and ``analyze`` receives the list of digests instead of the results, so
+    whole results never travel between processes. The digest must be picklable and small.
+    """
 
     name: str
 
     def enabled(self, request: Any) -> bool:
         """Whether this analyzer runs for the given :class:`probe.jobs.CompareRequest`."""
 
-    def analyze(self, request: Any, results: list[CompareResult]) -> list[Path]:
-        """Analyse the results (all jobs); return the files written."""
+    def analyze(self, request: Any, results: list[Any]) -> list[Path]:
+        """Analyse the results (or digests) of all jobs; return the files written."""
 
 
 @dataclass

@@ -217,6 +217,15 @@ class JobOutcome:
     result: CompareResult | None = None
     error: str | None = None
     exit_code: int = 0
+    digests: dict[str, Any] = field(default_factory=dict)
+    """Per-analyzer summaries made where the job ran (see :class:`probe.model.Analyzer`)."""
+
+
+def enabled_analyzers(host: Host, request: CompareRequest) -> list[Any]:
+    """The analyzers that run for ``request`` (none when ``request.options['analyze']`` is false)."""
+    if request.options.get("analyze") is False:
+        return []
+    return [a for a in host.analyzers.values() if a.enabled(request)]
 
 
 @contextmanager
@@ -245,8 +254,14 @@ def run_job(job: CompareJob, request: CompareRequest, keep: bool, host: Host | N
             export(result, host, request, timestamp())
     except ProbeError as exc:
         return JobOutcome(job.label, Summary(), error=str(exc), exit_code=exc.exit_code)
-    summary = result.summary()
-    return JobOutcome(job.label, summary, list(result.problems), result if keep else None)
+    digests: dict[str, Any] = {}
+    for analyzer in enabled_analyzers(host, request):
+        digest = getattr(analyzer, "digest", None)
+        if digest is None:
+            keep = True  # this analyzer needs the whole result
+        else:
+            digests[analyzer.name] = digest(request, result)
+    return JobOutcome(job.label, result.summary(), list(result.problems), result if keep else None, digests=digests)
 
 
 def run_job_in_worker(job: CompareJob, request: CompareRequest, keep: bool) -> JobOutcome:
@@ -322,7 +337,7 @@ def compare(target: str | os.PathLike, golden: str | os.PathLike, output: str | 
     """
     request = CompareRequest(
         target=Path(target), golden=Path(golden), output_dir=Path(output) if output is not None else None,
-        framework=framework, formats=tuple(formats), jobs=jobs, options=dict(options),
+        framework=framework, formats=tuple(formats), jobs=jobs, options={"analyze": False, **options},
     )
     outcomes, _ = run_compare(request, host=host, keep=True)
     errors = [o for o in outcomes if o.error]

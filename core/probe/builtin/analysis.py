@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,15 +14,39 @@ from rich.panel import Panel
 from rich.text import Text
 
 from probe.analysis import nodes_by_rank
-from probe.analysis.nodes import analysable
+from probe.analysis.nodes import analysable, build_nodes
 from probe.analysis.advisor import advise, advisor_text, explain
-from probe.analysis.collective import check_collectives
+from probe.analysis.collective import check_collectives, shares_output
 from probe.analysis.da_json import write_diff_analyze, write_rank_json
 from probe.analysis.first_diff import find_first_diff
 from probe.hookspecs import hookimpl
 from probe.io import atomic_write, prepare_output_dir, timestamp, unique_path
 from probe.model import Command
 from probe.result import CompareResult
+
+
+@dataclass
+class Digest:
+    """What an analyzer keeps of one job's result: its step folder, rank and a small payload."""
+
+    subdir: str
+    rank: int | None
+    md5: bool
+    payload: Any
+
+
+def _digest(result: CompareResult, payload: Any) -> Digest | None:
+    if not analysable(result):
+        return None
+    return Digest(result.output_subdir, result.rank, result.mode.name == "md5", payload)
+
+
+def _digests_by_step(digests: list[Digest | None]) -> dict[str, list[Digest]]:
+    groups: dict[str, list[Digest]] = defaultdict(list)
+    for digest in digests:
+        if digest is not None:
+            groups[digest.subdir].append(digest)
+    return dict(groups)
 
 
 def _out() -> Console:
@@ -102,11 +127,15 @@ class AdvisorAnalyzer:
     def enabled(self, request: Any) -> bool:
         return not request.options.get("compare_only")
 
-    def analyze(self, request: Any, results: list[CompareResult]) -> list[Path]:
+    def digest(self, request: Any, result: CompareResult) -> Digest | None:
+        """The advice for one rank, made where the rank was compared."""
+        return _digest(result, advise(result)) if analysable(result) else None
+
+    def analyze(self, request: Any, digests: list[Digest | None]) -> list[Path]:
         written: list[Path] = []
         out = _out()
-        for subdir, group in _by_step(results).items():
-            advices = [advise(result) for result in group]
+        for subdir, group in _digests_by_step(digests).items():
+            advices = [d.payload for d in group]
             directory = _directory(request, subdir)
             if directory is not None:
                 path = unique_path(directory, f"advisor_{timestamp()}", ".txt")
@@ -141,13 +170,23 @@ class CollectiveAnalyzer:
     def enabled(self, request: Any) -> bool:
         return not request.options.get("compare_only")
 
-    def analyze(self, request: Any, results: list[CompareResult]) -> list[Path]:
+    def digest(self, request: Any, result: CompareResult) -> Digest | None:
+        """Only the collective nodes whose outputs the ranks must share."""
+        if not analysable(result):
+            return None
+        nodes = [n for n in build_nodes(result) if n.is_comm and shares_output(n.api)]
+        return _digest(result, nodes)
+
+    def analyze(self, request: Any, digests: list[Digest | None]) -> list[Path]:
         out = _out()
-        for subdir, group in _by_step(results).items():
+        for subdir, group in _digests_by_step(digests).items():
             if len(group) < 2:
                 continue
-            by_rank = nodes_by_rank(group)
-            checked, problems = check_collectives(by_rank, md5=group[0].mode.name == "md5")
+            by_rank: dict[int, list] = {}
+            for position, digest in enumerate(group):
+                rank = digest.rank if digest.rank is not None else position
+                by_rank[rank] = digest.payload
+            checked, problems = check_collectives(by_rank, md5=group[0].md5)
             if not checked:
                 continue
             where = f" ({subdir})" if subdir else ""
