@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
 
 from probe.model import NA
 from probe.modes.common import is_nan_or_inf
-from probe.modes.statistics import stat_difference
+from probe.modes.statistics import StatisticsMode, stat_difference
 from probe.result import CompareResult, RowResult
 
 REL_COLUMNS = ("MaxRelativeErr", "MinRelativeErr", "MeanRelativeErr", "NormRelativeErr")
@@ -195,8 +195,12 @@ class Node:
         return f"rank {self.rank}: {self.entry}"
 
 
-def _judge_da(node: Node, md5: bool) -> None:
-    """msProbe's ``-da`` rule: an output row whose md5 differs or any relative error > 50%."""
+def _judge_da(node: Node, md5: bool, stat_metrics: bool = False) -> None:
+    """msProbe's ``-da`` rule: an output row whose md5 differs or any relative error > 50%.
+
+    ``stat_metrics`` says the records' metrics are statistics mode's eight cells, whose last
+    four are exactly the relative errors :func:`relative_errors` would compute again.
+    """
     ignored = IGNORED_OUTPUTS.get(node.api, frozenset())
     for record in node.records:
         if record.pair.golden is None or record.pair.target.state != "output":
@@ -211,7 +215,7 @@ def _judge_da(node: Node, md5: bool) -> None:
                 node.trip = Trip(record.name, "md5", f"{t.md5} vs {g.md5}")
                 return
             continue
-        _, rels = relative_errors(record)
+        rels = record.metrics[4:8] if stat_metrics else relative_errors(record)[1]
         for column, text in zip(REL_COLUMNS, rels):
             fraction = _fraction(text)
             if fraction is not None and fraction > DA_THRESHOLD:
@@ -271,18 +275,27 @@ def analysable(result: CompareResult) -> bool:
     return bool(result.records) and hasattr(result.records[0], "pair")
 
 
-def build_nodes(result: CompareResult, rank: int | None = None) -> list[Node]:
-    """The nodes of one result in target order, each judged with the ``-da`` rule."""
+def build_nodes(
+    result: CompareResult, rank: int | None = None, keep: Callable[[str], bool] | None = None
+) -> list[Node]:
+    """The nodes of one result in target order, each judged with the ``-da`` rule.
+
+    With ``keep``, only the entries it accepts become nodes (their ``index`` still counts
+    every entry), which spares judging entries a caller would discard.
+    """
     rank = result.rank if rank is None else rank
     rank = 0 if rank is None else rank
     md5 = result.mode.name == "md5"
+    stat_metrics = type(result.mode) is StatisticsMode  # its metrics hold the relative errors
     stack = result.stack or {}
     nodes: list[Node] = []
-    for entry, group in groupby(result.records, key=lambda r: r.pair.target.entry):
+    for index, (entry, group) in enumerate(groupby(result.records, key=lambda r: r.pair.target.entry)):
+        if keep is not None and not keep(entry):
+            continue
         records = list(group)
-        node = Node(entry=entry, rank=rank, index=len(nodes), records=records, stack=stack.get(entry))
+        node = Node(entry=entry, rank=rank, index=index, records=records, stack=stack.get(entry))
         if len(entry.split(".")) >= 4:
-            _judge_da(node, md5)
+            _judge_da(node, md5, stat_metrics)
         if node.is_comm:
             node.peers = _peer_values(records)
         nodes.append(node)

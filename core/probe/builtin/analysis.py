@@ -14,7 +14,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from probe.analysis import nodes_by_rank
-from probe.analysis.nodes import analysable, build_nodes
+from probe.analysis.nodes import analysable, api_of, build_nodes, is_comm_entry
 from probe.analysis.advisor import advise, advisor_text, explain
 from probe.analysis.collective import check_collectives, shares_output
 from probe.analysis.da_json import write_diff_analyze, write_rank_json
@@ -174,7 +174,7 @@ class CollectiveAnalyzer:
         """Only the collective nodes whose outputs the ranks must share."""
         if not analysable(result):
             return None
-        nodes = [n for n in build_nodes(result) if n.is_comm and shares_output(n.api)]
+        nodes = build_nodes(result, keep=lambda entry: is_comm_entry(entry) and shares_output(api_of(entry)))
         return _digest(result, nodes)
 
     def analyze(self, request: Any, digests: list[Digest | None]) -> list[Path]:
