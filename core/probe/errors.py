@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 class ProbeError(Exception):
@@ -23,6 +24,10 @@ class InputError(ProbeError):
         self.problem = problem
         self.path = str(path) if path is not None else None
         super().__init__(f"{self.path}: {problem}" if self.path else problem)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as ``(problem, path)`` so a copy from another process keeps both."""
+        return type(self), (self.problem, self.path)
 
 
 class PluginError(ProbeError):
