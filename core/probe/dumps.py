@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from probe import forked
 from probe.errors import InputError
-from probe.flatten import flatten_entries
+from probe.flatten import RowList, flatten_entries
 from probe.jsonio import read_json
-from probe.model import FlatDump
+from probe.model import FlatDump, Row
 
 if TYPE_CHECKING:  # pragma: no cover
     from probe.plugins import Host
@@ -37,6 +39,62 @@ def load_dump(path: Path, host: Host, with_stack: bool = True) -> FlatDump:
     dump.skipped_entries = skipped
     if with_stack:
         dump.stack = load_stack(path.parent / "stack.json")
+    return dump
+
+
+FORK_MIN_BYTES = 4 << 20
+"""Golden dump files at least this large are read by a forked child (see :func:`load_pair`)."""
+
+_ROW_FIELDS = ("name", "entry", "state", "dtype", "shape", "stats", "requires_grad", "md5", "data_name", "extra")
+"""The :class:`Row` attributes a packed dump carries, in ``Row.__init__`` order."""
+
+
+def load_pair(target_path: Path, golden_path: Path, host: Host) -> tuple[FlatDump, FlatDump]:
+    """Load the target (with its stack) and the golden dump (without).
+
+    A large golden dump is read and flattened by a forked child on the second core while
+    this process reads the target; the child sends the rows back as a few columns
+    (:func:`pack_dump`), which costs far less than reading them.
+    """
+    try:
+        golden_size = golden_path.stat().st_size
+    except OSError:
+        golden_size = 0  # load_dump reports the problem
+    if golden_size < FORK_MIN_BYTES or not forked.allowed():
+        return load_dump(target_path, host), load_dump(golden_path, host, with_stack=False)
+    task = forked.start(_load_packed, golden_path, host)
+    try:
+        target = load_dump(target_path, host)
+    except BaseException:
+        task.cancel()
+        raise
+    return target, unpack_dump(task.result())
+
+
+def _load_packed(path: Path, host: Host) -> tuple[Any, ...]:
+    return pack_dump(load_dump(path, host, with_stack=False))
+
+
+def pack_dump(dump: FlatDump) -> tuple[Any, ...]:
+    """A :class:`FlatDump` as plain columns (one list per row attribute), cheap to pickle.
+
+    Rows share their entry, dtype and shape strings; pickling the columns keeps that
+    sharing, and no per-row object crosses the process boundary.
+    """
+    rows = dump.rows
+    columns = [list(map(attrgetter(name), rows)) for name in _ROW_FIELDS]
+    meta = (dump.info, dump.stack, dump.has_md5, dump.entry_count, dump.skipped_entries, rows.has_md5)
+    return meta, columns
+
+
+def unpack_dump(packed: tuple[Any, ...]) -> FlatDump:
+    """The :class:`FlatDump` that :func:`pack_dump` packed."""
+    (info, stack, has_md5, entry_count, skipped, rows_md5), columns = packed
+    rows = RowList(map(Row, *columns))
+    rows.has_md5 = rows_md5
+    dump = FlatDump(info=info, rows=rows, stack=stack, entry_count=entry_count)
+    dump.has_md5 = has_md5
+    dump.skipped_entries = skipped
     return dump
 
 

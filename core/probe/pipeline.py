@@ -13,7 +13,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
-from probe.dumps import load_dump
+from probe.dumps import load_pair
 from probe.errors import InputError, ProbeError
 from probe.io import prepare_output_dir, timestamp, unique_path
 from probe.jobs import CompareJob, CompareRequest, DumpPairJob
@@ -171,10 +171,8 @@ def compare_dump_pair(job: DumpPairJob, host: Host, request: CompareRequest, pro
     """Run the built-in job: load both dump files and compare them."""
     progress = progress or _no_progress
     advance = progress(f"{job.label} read dumps", 2)
-    target = load_dump(job.target_file, host)
-    advance(1)
-    golden = load_dump(job.golden_file, host, with_stack=False)
-    advance(1)
+    target, golden = load_pair(job.target_file, job.golden_file, host)
+    advance(2)
     for dump in (target, golden):
         if dump.skipped_entries:
             log.warning(
