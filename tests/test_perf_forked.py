@@ -1,0 +1,94 @@
+"""Work done on the second core (forked children) must give exactly what serial work gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from probe import dumps, forked
+from probe.builtin import exporters
+from probe.dumps import load_dump, load_pair, pack_dump, unpack_dump
+from probe.errors import InputError
+from probe.pipeline import compare
+from probe.plugins import default_host
+
+CASES = Path(__file__).parent / "data" / "pytorch"
+ROW_ATTRS = ("name", "entry", "state", "dtype", "shape", "stats", "requires_grad", "md5", "data_name", "extra", "key")
+
+needs_fork = pytest.mark.skipif(not forked.allowed(), reason="forking is not available here")
+
+
+def _fail(path: str) -> None:
+    raise InputError("is broken", Path(path))
+
+
+def test_forked_call_returns_its_value() -> None:
+    assert forked.start(sorted, [3, 1, 2]).result() == [1, 2, 3]
+
+
+def test_forked_error_is_raised_in_the_parent() -> None:
+    task = forked.start(_fail, "x.json")
+    with pytest.raises(InputError, match="x.json: is broken"):
+        task.result()
+
+
+def test_without_fork_the_call_runs_when_asked(monkeypatch) -> None:
+    monkeypatch.setenv("PROBE_FORK", "0")
+    assert not forked.allowed()
+    calls = []
+    task = forked.start(calls.append, 1)
+    assert calls == []
+    task.result()
+    assert calls == [1]
+
+
+def _rows(dump) -> list[tuple]:
+    return [tuple(getattr(row, a) for a in ROW_ATTRS) for row in dump.rows]
+
+
+@pytest.mark.parametrize("case", ["stat_mix_tfm", "md5_mix_tfm"])
+def test_packed_dump_round_trips(case: str) -> None:
+    path = CASES / case / "golden" / "step0" / "rank0" / "dump.json"
+    dump = load_dump(path, default_host(), with_stack=False)
+    back = unpack_dump(pack_dump(dump))
+    assert _rows(back) == _rows(dump)
+    assert (back.info, back.has_md5, back.rows.has_md5, back.entry_count, back.skipped_entries) == (
+        dump.info, dump.has_md5, dump.rows.has_md5, dump.entry_count, dump.skipped_entries)
+
+
+@needs_fork
+def test_golden_read_in_a_child_equals_serial_read(monkeypatch) -> None:
+    monkeypatch.setattr(dumps, "FORK_MIN_BYTES", 0)
+    rank = CASES / "stat_mix_tfm" / "{}" / "step0" / "rank0" / "dump.json"
+    host = default_host()
+    target, golden = load_pair(Path(str(rank).format("target")), Path(str(rank).format("golden")), host)
+    assert _rows(target) == _rows(load_dump(Path(str(rank).format("target")), host))
+    assert _rows(golden) == _rows(load_dump(Path(str(rank).format("golden")), host, with_stack=False))
+
+
+@needs_fork
+def test_golden_error_from_the_child_names_the_file(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(dumps, "FORK_MIN_BYTES", 0)
+    bad = tmp_path / "dump.json"
+    bad.write_text('{"task": "statistics", "data": []}')
+    target = CASES / "stat_mix_tfm" / "target" / "step0" / "rank0" / "dump.json"
+    with pytest.raises(InputError, match="'data' is not an object") as info:
+        load_pair(target, bad, default_host())
+    assert info.value.path == str(bad)
+
+
+@needs_fork
+@pytest.mark.parametrize("case", ["stat_mix_tfm", "md5_mix_tfm"])
+def test_csv_written_by_two_processes_equals_serial_csv(case: str, monkeypatch, tmp_path: Path) -> None:
+    side = CASES / case / "{}" / "step0"
+    args = (str(side).format("target"), str(side).format("golden"))
+    monkeypatch.setenv("PROBE_FORK", "0")
+    serial = compare(*args, tmp_path / "serial").files
+    monkeypatch.setenv("PROBE_FORK", "1")
+    monkeypatch.setattr(exporters, "SPLIT_MIN_ROWS", 1)
+    monkeypatch.setattr(dumps, "FORK_MIN_BYTES", 0)
+    split = compare(*args, tmp_path / "split").files
+    assert len(serial) == len(split) == 1
+    assert split[0].read_bytes() == serial[0].read_bytes()
+    assert [p.name for p in (tmp_path / "split").iterdir()] == [split[0].name]  # no temporary file left
