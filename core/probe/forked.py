@@ -72,6 +72,7 @@ class Task:
             raise ProbeError(f"a worker process ended without a result (status {status})")
         # our own child's answer, written just above by _child: not user data
         ok, value = pickle.loads(data)  # noqa: S301
+        del data  # the caller may build a lot from ``value``: free the bytes first
         if not ok:
             raise value
         return value

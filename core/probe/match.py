@@ -49,7 +49,8 @@ def assign_keys(rows: Sequence[Row], renumber: bool) -> None:
     for row in rows:
         new_entry = renames.get(row.entry)
         if new_entry is not None and row.name.startswith(row.entry):
-            row.key = new_entry + row.name[len(row.entry):]
+            key = new_entry + row.name[len(row.entry):]
+            row.key = row.name if key == row.name else key  # share the name's string when equal
         else:
             row.key = row.name
 

@@ -122,6 +122,57 @@ def relative_fraction(text: Any, inf_counts: bool) -> float:
     return 0.0
 
 
+def stat_metrics(pair: Pair) -> tuple[str, ...]:
+    """The eight metric cells of a matched pair: four differences, then four relative errors."""
+    (n0, n1, n2, n3), (b0, b1, b2, b3) = pair.target.stats, pair.golden.stats
+    d0, r0 = stat_difference(n0, b0)
+    d1, r1 = stat_difference(n1, b1)
+    d2, r2 = stat_difference(n2, b2)
+    d3, r3 = stat_difference(n3, b3)
+    return (d0, d1, d2, d3, r0, r1, r2, r3)
+
+
+_STORED_METRICS = RowResult.metrics
+"""The ``metrics`` slot of :class:`RowResult` (which :class:`StatRowResult` hides)."""
+
+
+class StatRowResult(RowResult):
+    """A matched statistics row whose metric cells are computed when read, not stored.
+
+    Eight strings per row were most of the memory of a large run (about 0.6 KB a row),
+    while computing them again from the two rows' statistics is cheap and gives the same
+    text. A value assigned to ``metrics`` is stored and returned from then on.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, pair: Pair) -> None:
+        super().__init__(pair, None)
+
+    @property
+    def metrics(self) -> tuple[Any, ...]:
+        stored = _STORED_METRICS.__get__(self, RowResult)
+        return stat_metrics(self.pair) if stored is None else stored
+
+    @metrics.setter
+    def metrics(self, value: tuple[Any, ...] | None) -> None:
+        _STORED_METRICS.__set__(self, value)
+
+    def relative_error(self, index: int) -> str:
+        """Relative-error cell ``index`` (0 max, 1 min, 2 mean, 3 norm), computing only that one."""
+        stored = _STORED_METRICS.__get__(self, RowResult)
+        if stored is not None:
+            return stored[4 + index]
+        return stat_difference(self.pair.target.stats[index], self.pair.golden.stats[index])[1]
+
+
+def _norm_relative(row: RowResult) -> str:
+    """The NormRelativeErr cell of a matched row."""
+    if row.__class__ is StatRowResult:
+        return row.relative_error(3)
+    return row.metrics[NORM_REL_INDEX]
+
+
 class StatisticsMode:
     """Compare the Max/Min/Mean/Norm statistics recorded in dump.json."""
 
@@ -138,19 +189,10 @@ class StatisticsMode:
         results: list[RowResult] = []
         append = results.append
         unmatched = (NA,) * 8
-        difference = stat_difference
         for start in range(0, len(pairs), PROGRESS_STEP):
             for pair in pairs[start : start + PROGRESS_STEP]:
-                g = pair.golden
-                if g is None:
-                    append(RowResult(pair, unmatched))
-                    continue
-                (n0, n1, n2, n3), (b0, b1, b2, b3) = pair.target.stats, g.stats
-                d0, r0 = difference(n0, b0)
-                d1, r1 = difference(n1, b1)
-                d2, r2 = difference(n2, b2)
-                d3, r3 = difference(n3, b3)
-                append(RowResult(pair, (d0, d1, d2, d3, r0, r1, r2, r3)))
+                # matched rows compute their metrics when read (see StatRowResult)
+                append(RowResult(pair, unmatched) if pair.golden is None else StatRowResult(pair))
             if ctx.progress:
                 ctx.progress(min(PROGRESS_STEP, len(pairs) - start))
         return results
@@ -160,15 +202,15 @@ class StatisticsMode:
 
     @staticmethod
     def _cross_rules(inputs: list[RowResult], outputs: list[RowResult]) -> tuple[list, list]:
-        norm_in = max((relative_fraction(r.metrics[NORM_REL_INDEX], False) for r in inputs), default=0.0)
+        norm_in = max((relative_fraction(_norm_relative(r), False) for r in inputs), default=0.0)
         early: list[tuple[RowResult, str, str]] = []
         if norm_in < 0.1:
             for r in outputs:
-                if relative_fraction(r.metrics[NORM_REL_INDEX], True) > 0.5:
+                if relative_fraction(_norm_relative(r), True) > 0.5:
                     early.append((r, ERROR, MSG_NORM_OUTPUT))
         late: list[tuple[RowResult, str, str]] = []
         if outputs:
-            norms = [relative_fraction(r.metrics[NORM_REL_INDEX], False) for r in outputs]
+            norms = [relative_fraction(_norm_relative(r), False) for r in outputs]
             norm_out = max(norms)
             if (norm_in == 0 and norm_out > 0.1) or (norm_in > 0 and norm_out / norm_in > 10):
                 worst = outputs[norms.index(norm_out)]
