@@ -9,7 +9,7 @@ from typing import Any
 
 from probe.errors import InputError
 from probe.hookspecs import hookimpl
-from probe.jsonio import read_json
+from probe.jsonio import read_json_member
 from probe.model import DumpInfo
 
 KNOWN_TASKS = ("statistics", "tensor", "structure")
@@ -25,7 +25,7 @@ class MsprobeJsonReader:
         return path.name.endswith(("dump.json", "debug.json"))
 
     def read(self, path: Path) -> tuple[DumpInfo, Iterator[tuple[str, Any]]]:
-        doc = read_json(path)
+        doc, entries = read_json_member(path, "data")
         if not isinstance(doc, dict):
             raise InputError("is not an msProbe dump (top level is not an object)", path)
         if "data" not in doc:
@@ -49,7 +49,7 @@ class MsprobeJsonReader:
             reader=self.name,
             framework_declared=bool(framework),
         )
-        return info, _consume(data)
+        return info, entries if entries is not None else _consume(data)
 
 
 def _consume(data: dict[str, Any]) -> Iterator[tuple[str, Any]]:
