@@ -203,14 +203,15 @@ class StatisticsMode:
     @staticmethod
     def _cross_rules(inputs: list[RowResult], outputs: list[RowResult]) -> tuple[list, list]:
         norm_in = max((relative_fraction(_norm_relative(r), False) for r in inputs), default=0.0)
+        out_texts = [_norm_relative(r) for r in outputs]
         early: list[tuple[RowResult, str, str]] = []
         if norm_in < 0.1:
-            for r in outputs:
-                if relative_fraction(_norm_relative(r), True) > 0.5:
+            for r, text in zip(outputs, out_texts):
+                if relative_fraction(text, True) > 0.5:
                     early.append((r, ERROR, MSG_NORM_OUTPUT))
         late: list[tuple[RowResult, str, str]] = []
         if outputs:
-            norms = [relative_fraction(_norm_relative(r), False) for r in outputs]
+            norms = [relative_fraction(text, False) for text in out_texts]
             norm_out = max(norms)
             if (norm_in == 0 and norm_out > 0.1) or (norm_in > 0 and norm_out / norm_in > 10):
                 worst = outputs[norms.index(norm_out)]
