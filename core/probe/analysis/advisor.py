@@ -181,7 +181,7 @@ class Advice:
 
 def advise(result: CompareResult, nodes: list[Node] | None = None) -> Advice:
     """Find the first failing row of ``result`` and the node where its difference starts."""
-    nodes = nodes if nodes is not None else build_nodes(result)
+    nodes = nodes if nodes is not None else build_nodes(result, judge=False)  # -da verdicts are not used here
     md5 = result.mode.name == "md5"
     advice = Advice(label=result.label, rank=result.rank, md5=md5)
     by_entry = {node.entry: node for node in nodes}

@@ -276,12 +276,17 @@ def analysable(result: CompareResult) -> bool:
 
 
 def build_nodes(
-    result: CompareResult, rank: int | None = None, keep: Callable[[str], bool] | None = None
+    result: CompareResult,
+    rank: int | None = None,
+    keep: Callable[[str], bool] | None = None,
+    judge: bool = True,
 ) -> list[Node]:
     """The nodes of one result in target order, each judged with the ``-da`` rule.
 
     With ``keep``, only the entries it accepts become nodes (their ``index`` still counts
-    every entry), which spares judging entries a caller would discard.
+    every entry), which spares judging entries a caller would discard. With ``judge``
+    false the ``-da`` rule is not applied (``is_same`` and ``trip`` keep their defaults),
+    for callers that never read them.
     """
     rank = result.rank if rank is None else rank
     rank = 0 if rank is None else rank
@@ -294,7 +299,7 @@ def build_nodes(
             continue
         records = list(group)
         node = Node(entry=entry, rank=rank, index=index, records=records, stack=stack.get(entry))
-        if len(entry.split(".")) >= 4:
+        if judge and len(entry.split(".")) >= 4:
             _judge_da(node, md5, stat_metrics)
         if node.is_comm:
             node.peers = _peer_values(records)
