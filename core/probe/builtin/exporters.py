@@ -4,19 +4,28 @@ from __future__ import annotations
 
 import csv
 import math
+import os
+import shutil
+import tempfile
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from probe import forked
 from probe.hookspecs import hookimpl
 from probe.io import atomic_path, atomic_write
 from probe.modes.common import STACK_COLUMN, STAT_COLUMNS
 from probe.result import CompareResult
 
 CSV_MAX_ROWS = 1_000_000
+CSV_INF = (" inf", " -inf")
+"""How the CSV writes infinite statistics."""
+SPLIT_MIN_ROWS = 20_000
+"""Reports with at least this many rows are rendered by two processes (see :mod:`probe.forked`)."""
 XLSX_MAX_ROWS = 1_048_500
 HIGHLIGHT_COLUMN = "Highlight"
 _FORMULA_START = ("=", "+", "-", "@", "%", "＝", "＋", "－", "＠", "％")
@@ -60,10 +69,13 @@ class CsvExporter:
     def write(self, result: CompareResult, path: Path) -> list[Path]:
         columns = result.columns
         stack = columns.index(STACK_COLUMN) if STACK_COLUMN in columns else None
-        rows = _rows(result, (" inf", " -inf"))
         if len(result) <= self.max_rows:
-            self._write_file(path, columns, rows, stack)
+            if len(result) >= SPLIT_MIN_ROWS and forked.allowed():
+                _write_split(path, columns, result, stack)
+            else:
+                self._write_file(path, columns, _rows(result, CSV_INF), stack)
             return [path]
+        rows = _rows(result, CSV_INF)
         written = []
         for index in range(1, math.ceil(len(result) / self.max_rows) + 1):
             part = path.with_name(f"{path.stem}_part_{index}{path.suffix}")
@@ -75,10 +87,46 @@ class CsvExporter:
     def _write_file(path: Path, columns: list[str], rows: Iterable[list[Any]], stack: int | None = None) -> None:
         with atomic_write(path, "w", encoding="utf-8", newline="") as handle:
             csv.writer(handle, lineterminator="\n").writerow(columns)
-            if stack is None:
-                csv.writer(handle, lineterminator="\n").writerows(rows)
-            else:
-                _write_with_stacks(handle, rows, stack)
+            _write_body(handle, rows, stack)
+
+
+def _write_body(handle: Any, rows: Iterable[list[Any]], stack: int | None) -> None:
+    """The CSV lines of ``rows`` (no header)."""
+    if stack is None:
+        csv.writer(handle, lineterminator="\n").writerows(rows)
+    else:
+        _write_with_stacks(handle, rows, stack)
+
+
+def _write_split(path: Path, columns: list[str], result: CompareResult, stack: int | None) -> None:
+    """Write one CSV file with two processes: a forked child renders the second half of the
+    rows into a temporary file while this process renders the first half; the child's text
+    is then appended. Rows are rendered independently, so the bytes equal a serial write.
+    """
+    half = len(result) // 2
+    fd, tail = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tail", dir=path.parent)
+    os.close(fd)
+    try:
+        child = forked.start(_write_tail, tail, replace(result, records=result.records[half:]), stack)
+        try:
+            with atomic_write(path, "w", encoding="utf-8", newline="") as handle:
+                csv.writer(handle, lineterminator="\n").writerow(columns)
+                _write_body(handle, _rows(replace(result, records=result.records[:half]), CSV_INF), stack)
+                child.result()
+                handle.flush()
+                with open(tail, "rb") as source:
+                    shutil.copyfileobj(source, handle.buffer, 1 << 20)
+        except BaseException:
+            child.cancel()
+            raise
+    finally:
+        os.unlink(tail)
+
+
+def _write_tail(path: str, result: CompareResult, stack: int | None) -> None:
+    """The second half of :func:`_write_split` (runs in the forked child)."""
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        _write_body(handle, _rows(result, CSV_INF), stack)
 
 
 class _Lines(list):
