@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 
 from probe import dumps, forked
+from probe.builtin import exporters
 from probe.dumps import load_dump, load_pair, pack_dump, unpack_dump
 from probe.errors import InputError
+from probe.pipeline import compare
 from probe.plugins import default_host
 
 CASES = Path(__file__).parent / "data" / "pytorch"
@@ -74,3 +76,19 @@ def test_golden_error_from_the_child_names_the_file(monkeypatch, tmp_path: Path)
     with pytest.raises(InputError, match="'data' is not an object") as info:
         load_pair(target, bad, default_host())
     assert info.value.path == str(bad)
+
+
+@needs_fork
+@pytest.mark.parametrize("case", ["stat_mix_tfm", "md5_mix_tfm"])
+def test_csv_written_by_two_processes_equals_serial_csv(case: str, monkeypatch, tmp_path: Path) -> None:
+    side = CASES / case / "{}" / "step0"
+    args = (str(side).format("target"), str(side).format("golden"))
+    monkeypatch.setenv("PROBE_FORK", "0")
+    serial = compare(*args, tmp_path / "serial").files
+    monkeypatch.setenv("PROBE_FORK", "1")
+    monkeypatch.setattr(exporters, "SPLIT_MIN_ROWS", 1)
+    monkeypatch.setattr(dumps, "FORK_MIN_BYTES", 0)
+    split = compare(*args, tmp_path / "split").files
+    assert len(serial) == len(split) == 1
+    assert split[0].read_bytes() == serial[0].read_bytes()
+    assert [p.name for p in (tmp_path / "split").iterdir()] == [split[0].name]  # no temporary file left

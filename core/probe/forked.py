@@ -1,15 +1,15 @@
 """Run one piece of a job on the second core: a forked child computes while the parent works.
 
 A job is mostly single-threaded Python. Where two pieces of the work are independent (the
-two dump files), :func:`start` forks a child that runs one of them while the parent runs
-the other. The child inherits everything it needs by fork (copy-on-write, nothing is
-pickled on the way in) and sends its return value back through a pipe, pickled; keep that
-value compact (a few lists, not a million objects).
+two dump files, the two halves of a CSV report), :func:`start` forks a child that runs one
+of them while the parent runs the other. The child inherits everything it needs by fork
+(copy-on-write, nothing is pickled on the way in) and sends its return value back through
+a pipe, pickled; keep that value compact (a few lists, not a million objects).
 
-Fork early, while the parent is small: Python touches the reference count of every object
-it reads, so after a fork each page of the parent's heap that either process reads is
-copied. Rendering the two halves of a 500k-row report in two processes was measured
-slower than one process for that reason (see docs/performance.md).
+Forking is not free: Python touches the reference count of every object it reads, so each
+page of the parent's heap that the child reads gets copied (about 0.5 s of system time
+for a 500k-row result on a virtual machine). It pays off only for large pieces of work,
+and only when a second core is actually idle.
 
 Forking is used only where it is safe and useful: on POSIX systems, with at least two
 usable CPUs, in the main process (never inside a process-pool or cluster worker, which
