@@ -93,3 +93,26 @@ def test_pt_zip_reader_matches_torch_load(tmp_path: Path) -> None:
     other = tmp_path / "dict.pt"
     torch.save({"a": torch.ones(2)}, other)
     assert read_pt(other) is None
+
+
+_EDGE = [0.0, -0.0, 1.0, -1.0, 1e-300, -1e-300, 5e-324, 1e308, -1e308, 2.5, 3.0, math.inf, -math.inf, math.nan]
+
+
+@pytest.mark.parametrize("inf_counts", [False, True])
+def test_norm_fraction_equals_the_cell_text_path(inf_counts: bool) -> None:
+    from probe.model import Pair, Row
+    from probe.modes.statistics import StatRowResult, norm_fraction, relative_fraction, stat_difference
+
+    rng = np.random.default_rng(7)
+    values: list = _EDGE + rng.standard_normal(300).tolist() + (rng.standard_normal(100) * 1e-30).tolist()
+    values += [1, 0, "1.5", None, True]  # other types take the text path
+    for n in values:
+        for b in values[:20] + values[-40:]:
+            row = StatRowResult(Pair(_row(Row, n), _row(Row, b)))
+            want = relative_fraction(stat_difference(n, b)[1], inf_counts)
+            got = norm_fraction(row, inf_counts)
+            assert got == want or (got != got and want != want), (n, b)
+
+
+def _row(row_type, norm):
+    return row_type("x", "e", "output", "torch.float32", "[2]", (1.0, 0.0, 0.5, norm), "N/A", None, "-1")
