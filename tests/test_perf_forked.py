@@ -92,3 +92,28 @@ def test_csv_written_by_two_processes_equals_serial_csv(case: str, monkeypatch, 
     assert len(serial) == len(split) == 1
     assert split[0].read_bytes() == serial[0].read_bytes()
     assert [p.name for p in (tmp_path / "split").iterdir()] == [split[0].name]  # no temporary file left
+
+
+def _sleep_then_fail() -> None:
+    import time
+
+    time.sleep(30)
+    raise AssertionError("not reached")
+
+
+@needs_fork
+def test_cancel_stops_the_child_at_once() -> None:
+    import time
+
+    task = forked.start(_sleep_then_fail)
+    start = time.monotonic()
+    task.cancel()
+    assert time.monotonic() - start < 5
+
+
+@needs_fork
+def test_cancel_after_a_failed_result_does_nothing() -> None:
+    task = forked.start(_fail, "y.json")
+    with pytest.raises(InputError):
+        task.result()
+    task.cancel()  # the child is reaped: no signal, no error

@@ -22,6 +22,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -68,6 +69,7 @@ class Task:
         with os.fdopen(self._fd, "rb") as pipe:
             data = pipe.read()
         _, status = os.waitpid(self._pid, 0)
+        self._pid = 0  # reaped: cancel() must not signal the id again
         if not data:
             raise ProbeError(f"a worker process ended without a result (status {status})")
         # our own child's answer, written just above by _child: not user data
@@ -78,14 +80,13 @@ class Task:
         return value
 
     def cancel(self) -> None:
-        """Wait for the child and drop its outcome (used when the parent fails first)."""
+        """Stop the child and drop its outcome (used when the parent fails first)."""
         if self._pid:
-            try:
-                with os.fdopen(self._fd, "rb") as pipe:
-                    pipe.read()
-            finally:
-                os.waitpid(self._pid, 0)
-                self._pid = 0
+            os.kill(self._pid, signal.SIGKILL)  # our own child, by its id
+            os.close(self._fd)
+            os.waitpid(self._pid, 0)
+            self._pid = 0
+        self._call = None
 
 
 def _child(write_fd: int, func: Callable[..., Any], args: tuple[Any, ...]) -> None:
