@@ -1,9 +1,9 @@
 """A small streaming xlsx writer: rows of str / int / float / bool / None, optional row fills.
 
-The OOXML package is written directly with ``zipfile``; each sheet's rows are rendered as
-XML text (inline strings, cell references, numbers as ``repr``) and streamed into a
-temporary file, then deflated into the package, so memory does not grow with the sheet and
-the zip needs ZIP64 records only when a sheet really exceeds 2 GiB.
+The OOXML package is written part by part; each sheet's rows are rendered as XML text
+(inline strings, cell references, numbers as ``repr``) in batches and streamed into the
+archive, which deflates them on a second thread (``probe.zipstream``), so memory does not
+grow with the sheet and rendering and compression overlap.
 
     with XlsxWriter(path) as book:
         book.add_sheet("Sheet1", columns, rows, fills=fill_per_row_or_None)
@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import numbers
 import re
-import os
-import tempfile
-import zipfile
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
+
+from probe.zipstream import ZipStream
 
 MAX_CELL_TEXT = 32767  # Excel's limit on the characters of one cell
 FILLS = {"red": "FFFF0000", "yellow": "FFFFFF00"}  # fill name -> ARGB, style ids 1, 2...
@@ -98,7 +98,7 @@ class XlsxWriter:
 
     def __init__(self, path: Path, compresslevel: int = COMPRESS_LEVEL) -> None:
         self.path = Path(path)
-        self._zip = zipfile.ZipFile(self.path, "w", zipfile.ZIP_DEFLATED, compresslevel=compresslevel)
+        self._zip = ZipStream(self.path, compresslevel)
         self._sheets: list[str] = []
         self._text: dict[str, str] = {}
 
@@ -129,58 +129,51 @@ class XlsxWriter:
         dimension = ""
         if rows_count is not None and width:
             dimension = f'<dimension ref="A1:{column_letter(width - 1)}{rows_count + 1}"/>'
-        handle, spool_name = tempfile.mkstemp(prefix=".sheet-", suffix=".xml", dir=self.path.parent)
-        try:
-            with open(handle, "wb") as spool:
-                spool.write(f'{_HEAD}<worksheet xmlns="{_MAIN_NS}">{dimension}<sheetData>'.encode())
-                written = self._write_rows(spool, columns, rows, fill_column)
-                spool.write(b"</sheetData></worksheet>")
-            # ZipFile.write knows the size, so ZIP64 records appear only for a sheet over 2 GiB
-            self._zip.write(spool_name, f"xl/worksheets/sheet{len(self._sheets)}.xml")
-        finally:
-            os.unlink(spool_name)
+        with self._zip.member(f"xl/worksheets/sheet{len(self._sheets)}.xml") as out:
+            out.write(f'{_HEAD}<worksheet xmlns="{_MAIN_NS}">{dimension}<sheetData>'.encode())
+            written = self._write_rows(out, columns, rows, fill_column)
+            out.write(b"</sheetData></worksheet>")
         return written
 
     def _write_rows(self, out: IO[bytes], columns: Sequence[str], rows: Iterable[Sequence[Any]],
                     fill_column: int | None) -> int:
+        """Render the header and ``rows`` as ``<row>`` elements into ``out``; the data rows written."""
         width = len(columns)
-        heads = [f'<c r="{column_letter(i)}' for i in range(width)]
-        # a row is "".join(parts): parts = [<c r="A, N", tail, <c r="B, N", tail, ...]
+        # a row is "".join(parts), parts = ['<c r="A', '2"', tail, '<c r="B', '2"', tail, ...]
         parts: list[str] = [""] * (3 * width)
-        parts[0::3] = heads
-        cache = self._text
+        parts[0::3] = [f'<c r="{column_letter(i)}' for i in range(width)]
+        styles = {name: f'<c s="{i}" r="' for i, name in enumerate(FILLS, start=1)}
+        cache = self._text  # text value -> cell tail; most texts (dtype, shape, verdicts) repeat
         get = cache.get
-        styles = {name: f' s="{i}"' for i, name in enumerate(FILLS, start=1)}
 
-        def cell(value: Any) -> str:
-            if value.__class__ is str:
-                tail = _text_cell(value)
-                if len(cache) >= _CACHE_LIMIT:
-                    cache.clear()
-                cache[value] = tail
-                return tail
-            return _other_cell(value)
+        def tail(value: Any) -> str:
+            cls = value.__class__
+            if cls is float and value - value == 0.0:
+                return f"><v>{value!r}</v></c>"
+            if cls is not str:
+                return _other_cell(value)
+            text = _text_cell(value)
+            if len(cache) >= _CACHE_LIMIT:
+                cache.clear()
+            cache[value] = text
+            return text
 
-        def render(number: int, row: Sequence[Any]) -> str:
+        number = 0
+        batch: list[str] = []
+        for row in chain((columns,), rows):
+            number += 1
             ref = str(number)
             parts[1::3] = [ref + '"'] * width
-            tails = [get(v) or cell(v) for v in row]
+            tails = [get(v) or tail(v) for v in row]
             if len(tails) != width:
                 raise ValueError(f"row {number} has {len(tails)} cells, the header has {width}")
             parts[2::3] = tails
             text = "".join(parts)
-            if fill_column is not None:
+            if fill_column is not None and number > 1:
                 style = styles.get(row[fill_column])
                 if style is not None:
-                    text = text.replace('<c r="', '<c' + style + ' r="')
-            return f'<row r="{ref}">{text}</row>'
-
-        out.write(render(1, list(columns)).encode())
-        number = 1
-        batch: list[str] = []
-        for row in rows:
-            number += 1
-            batch.append(render(number, row))
+                    text = text.replace('<c r="', style)
+            batch.append(f'<row r="{ref}">{text}</row>')
             if len(batch) >= _BATCH:
                 out.write("".join(batch).encode())
                 batch.clear()
@@ -201,7 +194,7 @@ class XlsxWriter:
             "xl/styles.xml": _styles(),
         }
         for name, text in parts.items():
-            self._zip.writestr(name, text)
+            self._zip.add(name, text.encode())
         self._zip.close()
 
 
