@@ -84,12 +84,13 @@ def _other_cell(value: Any) -> str:
         return "/>"
     if isinstance(value, str):
         return _text_cell(str(value))
-    if isinstance(value, numbers.Integral):  # numpy integers
-        return _other_cell(int(value))
-    if isinstance(value, numbers.Real):  # numpy floats
-        return _other_cell(float(value))
-    if cls.__name__ == "bool_":  # numpy.bool_
+    kind = getattr(getattr(value, "dtype", None), "kind", "")  # numpy scalars
+    if kind == "b":
         return _other_cell(bool(value))
+    if kind in ("i", "u") or isinstance(value, numbers.Integral):
+        return _other_cell(int(value))
+    if kind == "f" or isinstance(value, numbers.Real):
+        return _other_cell(float(value))
     return _text_cell(str(value))
 
 
@@ -150,9 +151,13 @@ class XlsxWriter:
             cls = value.__class__
             if cls is float and value - value == 0.0:
                 return f"><v>{value!r}</v></c>"
-            if cls is not str:
+            if cls is not str or not value:
                 return _other_cell(value)
-            text = _text_cell(value)
+            if (len(value) > MAX_CELL_TEXT or "&" in value or "<" in value or ">" in value
+                    or not value.isprintable() or value[0] == " " or value[-1] == " "):
+                text = _text_cell(value)
+            else:  # the common case, inlined
+                text = f' t="inlineStr"><is><t>{value}</t></is></c>'
             if len(cache) >= _CACHE_LIMIT:
                 cache.clear()
             cache[value] = text
