@@ -6,7 +6,7 @@ archive, which deflates them on a second thread (``probe.zipstream``), so memory
 grow with the sheet and rendering and compression overlap.
 
     with XlsxWriter(path) as book:
-        book.add_sheet("Sheet1", columns, rows, fills=fill_per_row_or_None)
+        book.add_sheet("Sheet1", columns, rows, fill_column=None)
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ _PKG_REL_NS = "http://schemas.openxmlformats.org/package/2006/relationships"
 _HEAD = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
 # characters XML 1.0 forbids (tab, LF and CR are allowed), lone surrogates, U+FFFE/U+FFFF
 _FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-_CACHE_LIMIT = 200_000  # distinct text cells remembered before the cache starts again
+# distinct text cells remembered (and their characters) before the cache starts again
+_CACHE_LIMIT = 100_000
+_CACHE_CHARS = 8_000_000
 _BATCH = 2048  # rows rendered before a write
 
 
@@ -110,7 +112,7 @@ class XlsxWriter:
         if kind is None:
             self.close()
         else:
-            self._zip.close()
+            self._zip.abort()
 
     def add_sheet(
         self,
@@ -144,8 +146,9 @@ class XlsxWriter:
         parts: list[str] = [""] * (3 * width)
         parts[0::3] = [f'<c r="{column_letter(i)}' for i in range(width)]
         styles = {name: f'<c s="{i}" r="' for i, name in enumerate(FILLS, start=1)}
-        cache = self._text  # text value -> cell tail; most texts (dtype, shape, verdicts) repeat
+        cache = self._text  # text -> cell tail; dtype, shape, verdict and stack texts repeat
         get = cache.get
+        cached_chars = sum(map(len, cache))
 
         def tail(value: Any) -> str:
             cls = value.__class__
@@ -158,8 +161,11 @@ class XlsxWriter:
                 text = _text_cell(value)
             else:  # the common case, inlined
                 text = f' t="inlineStr"><is><t>{value}</t></is></c>'
-            if len(cache) >= _CACHE_LIMIT:
+            nonlocal cached_chars
+            cached_chars += len(value)
+            if len(cache) >= _CACHE_LIMIT or cached_chars > _CACHE_CHARS:
                 cache.clear()
+                cached_chars = len(value)
             cache[value] = text
             return text
 
@@ -193,7 +199,7 @@ class XlsxWriter:
         parts = {
             "[Content_Types].xml": _content_types(len(sheets)),
             "_rels/.rels": _root_rels(),
-            "docProps/app.xml": _app(sheets),
+            "docProps/app.xml": _app(),
             "xl/workbook.xml": _workbook(sheets),
             "xl/_rels/workbook.xml.rels": _workbook_rels(len(sheets)),
             "xl/styles.xml": _styles(),
@@ -240,7 +246,7 @@ def _root_rels() -> str:
     )
 
 
-def _app(sheets: list[str]) -> str:
+def _app() -> str:
     return (
         f'{_HEAD}<Properties xmlns="http://schemas.openxmlformats.org/officeDocument/2006/extended-properties">'
         "<Application>probe</Application></Properties>"

@@ -109,7 +109,11 @@ class ZipStream:
         if kind is None:
             self.close()
         else:
-            self._file.close()
+            self.abort()
+
+    def abort(self) -> None:
+        """Close the file without a central directory (the caller discards it)."""
+        self._file.close()
 
     def add(self, name: str, data: bytes) -> None:
         """A member from bytes in memory."""
