@@ -33,6 +33,9 @@ def add_graph_arguments(parser: argparse.ArgumentParser) -> None:
                         help="layer mapping YAML ({Class: {target attr: golden attr}}) or node/row pairs "
                              "exported by the viewer")
     parser.add_argument("-oc", "--overflow_check", action="store_true", help="fill NaN/Inf anomaly levels")
+    parser.add_argument("--overflow_rules", metavar="YAML",
+                        help="extra overflow false-positive rules ({API: all | [input.0, output, ...]}), "
+                             "added to the built-in list")
     parser.add_argument("-fm", "--fuzzy_match", action="store_true", help="match ignoring call indices")
     parser.add_argument("-tensor_log", "--is_print_compare_log", dest="tensor_log", action="store_true",
                         help="log every compared node")
@@ -95,6 +98,7 @@ def run_graph_command(args: argparse.Namespace, host) -> int:
         output=prepare_output_dir(Path(args.output_path)),
         layer_mapping=Path(mapping) if mapping else None,
         overflow_check=args.overflow_check,
+        overflow_rules=Path(args.overflow_rules) if args.overflow_rules else None,
         fuzzy_match=args.fuzzy_match,
         tensor_log=args.tensor_log,
         progress_log=args.progress_log,

@@ -21,7 +21,7 @@ from probe.graph.layout import GraphSource, discover, pair_sources
 from probe.graph.matching import match_graphs
 from probe.graph.metrics import compare_task, compute_metrics
 from probe.graph.node import BENCH, NPU, Graph, GraphNode
-from probe.graph.overflow import check_overflow
+from probe.graph.overflow import check_overflow, load_rules
 from probe.graph.verdict import judge_collections, judge_graph
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,6 +51,8 @@ class GraphOptions:
     golden: Path | None = None
     layer_mapping: Path | None = None
     overflow_check: bool = False
+    overflow_rules: Path | None = None
+    """Extra false-positive rules for ``-oc`` (added to ``probe/data/overflow_rules.yaml``)."""
     fuzzy_match: bool = False
     tensor_log: bool = False
     progress_log: bool = False
@@ -175,6 +177,7 @@ def run_graph(options: GraphOptions, host: Host | None = None) -> GraphRun:
     compare = options.golden is not None
     merged = bool(options.merge)
     workers = options.jobs or 1
+    rules = load_rules(options.overflow_rules) if options.overflow_check else None
     if compare and not merged:
         kind, pairs = pair_sources(options.target, options.golden)
     else:
@@ -215,9 +218,9 @@ def run_graph(options: GraphOptions, host: Host | None = None) -> GraphRun:
             task, count = compare_pair(npu_graph, bench_graph, options, host, merged)
             matched += count
         if options.overflow_check:
-            check_overflow(npu_graph)
+            check_overflow(npu_graph, rules)
             if bench_graph is not None:
-                check_overflow(bench_graph)
+                check_overflow(bench_graph, rules)
         graphs.append(npu_graph)
         if bench_graph is not None:
             graphs.append(bench_graph)
