@@ -15,6 +15,7 @@ GRAPH_EPILOG = """examples:
   probe graph -tp t -gp g -o out -oc -fm                            # overflow levels, fuzzy matching
   probe graph -tp ms -gp pt -o out -lm layer_mapping.yaml           # cross-framework
   probe graph -tp t/step0 -gp g/step0 -o out --rank_size 2 1 --tp 2 1 --pp 1 1
+  probe graph -tp t/step0 -o out --rank_size 4 --tp 2 --pp 2 --file_type json   # merged dump files
   probe view out/compare_20260101120000.vis.db                     # self-contained HTML viewer
 """
 VIEW_EPILOG = """examples:
@@ -48,7 +49,9 @@ def add_graph_arguments(parser: argparse.ArgumentParser) -> None:
     merge.add_argument("--pp", type=int, nargs="+", metavar="N")
     merge.add_argument("--vpp", type=int, nargs="+", metavar="N")
     merge.add_argument("--order", nargs="+", metavar="ORDER")
-    parser.add_argument("--file_type", choices=("db", "json"), default="db", help=argparse.SUPPRESS)
+    parser.add_argument("--file_type", choices=("db", "json"), default="db",
+                        help="json: write a parallel-merge build as step<S>/rank<R>/{construct,dump,stack}.json "
+                             "(dump format) instead of the .vis.db")
 
 
 def merge_options(args: argparse.Namespace) -> list:
@@ -104,8 +107,13 @@ def run_graph_command(args: argparse.Namespace, host) -> int:
         progress_log=args.progress_log,
         merge=merge_options(args),
         html=args.html,
+        file_type=args.file_type,
     )
     run = run_graph(options, host)
+    if run.db is None:
+        for directory in run.json_dirs:
+            print(f"merged graph written: {directory}")
+        return 0
     print(f"graph written: {run.db} ({run.nodes} nodes)")
     if run.html:
         print(f"viewer written: {run.html}")

@@ -58,6 +58,9 @@ class GraphOptions:
     progress_log: bool = False
     merge: list[MergeOptions] = field(default_factory=list)
     html: bool = False
+    file_type: str = "db"
+    """``json``: a parallel-merge build writes ``step<S>/rank<R>/{construct,dump,stack}.json``
+    instead of the db."""
     timestamp: str | None = None
     jobs: int | None = None
     """Worker processes, each handling whole (target rank, golden rank) pairs: build, match,
@@ -69,12 +72,14 @@ class GraphOptions:
 class GraphRun:
     """What a run produced."""
 
-    db: Path
+    db: Path | None
     graphs: list[Graph]
     """The graphs written (empty when worker processes built them)."""
     html: Path | None = None
     nodes: int = 0
     matched: int = 0
+    json_dirs: list[Path] = field(default_factory=list)
+    """``--file_type json``: one dump-format directory per merged graph."""
 
 
 class Progress:
@@ -352,6 +357,16 @@ def run_graph(options: GraphOptions, host: Host | None = None) -> GraphRun:
         kind, sources = discover(options.target)
         pairs = [(s, None) for s in sources]
     progress = Progress(options.progress_log, len(pairs) + 1)
+    if options.file_type == "json":
+        if not merged or compare:
+            raise InputError("--file_type json is only supported for a parallel-merge build")
+        from probe.graph.export_json import write_graph_json
+
+        graphs, _task, _matched = _merged_graphs(kind, pairs, options, rules, host)
+        dirs = [write_graph_json(g, options.output) for g in graphs]
+        progress.done = len(pairs)
+        progress.step("done")
+        return GraphRun(db=None, graphs=graphs, nodes=sum(len(g) for g in graphs), json_dirs=dirs)
     db_path = options.output / f"{'compare' if compare else 'build'}_{stamp}.vis.db"
     writer = VisDbWriter(db_path)
     try:
