@@ -43,6 +43,8 @@ def add_graph_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-progress_log", "--is_print_progress_log", dest="progress_log", action="store_true",
                         help="print PROGRESS: {json} lines")
     parser.add_argument("--html", action="store_true", help="also write a self-contained HTML viewer")
+    parser.add_argument("--jobs", type=int, metavar="N",
+                        help="worker processes for several ranks/steps (default: one per CPU; 1 = no workers)")
     merge = parser.add_argument_group("parallel merge (one value per side)")
     merge.add_argument("--rank_size", type=int, nargs="+", metavar="N")
     merge.add_argument("--tp", type=int, nargs="+", metavar="N")
@@ -93,6 +95,8 @@ def run_graph_command(args: argparse.Namespace, host) -> int:
         raise InputError("-lm needs a mapping file (layer mapping YAML or exported node pairs)")
     if mapping is not None and not Path(mapping).is_file():
         raise InputError("mapping file does not exist", mapping)
+    if args.jobs is not None and args.jobs < 1:
+        raise InputError("--jobs must be at least 1")
     if args.file_type == "json" and (args.golden_path or not args.rank_size):
         raise InputError("--file_type json is only supported for a parallel-merge build")
     options = GraphOptions(
@@ -108,6 +112,7 @@ def run_graph_command(args: argparse.Namespace, host) -> int:
         merge=merge_options(args),
         html=args.html,
         file_type=args.file_type,
+        jobs=args.jobs,
     )
     run = run_graph(options, host)
     if run.db is None:
