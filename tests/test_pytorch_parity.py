@@ -94,3 +94,20 @@ def test_highlight_marks_rows_like_the_recorded_colours(tmp_path: Path, run_prob
     sheet = load_workbook(next(tmp_path.glob("*.xlsx"))).active
     fills = {row[0].value: row[0].fill.fgColor.rgb for row in sheet.iter_rows(min_row=2)}
     assert all(fills[name] == "FFFF0000" for name in red)
+
+
+def test_fuzzy_match_works_on_statistics_dumps(tmp_path: Path, run_probe) -> None:
+    """msProbe 26.2 crashes here (recorded exit 1); probe pairs the shifted layer_norm calls."""
+    case = PYTORCH_CASES / "fuzzy_match_tfm"
+    args = ["-tp", case / "target/step0/rank0/dump.json", "-gp", case / "golden/step0/rank0/dump.json", "-c"]
+    assert run_probe("compare", *args, "-o", tmp_path / "exact").code == 0
+    result = run_probe("compare", *args, "-o", tmp_path / "fuzzy", "-fm")
+    assert result.code == 0, result.err
+    _, exact = read_report(next((tmp_path / "exact").glob("*.csv")))
+    _, fuzzy = read_report(next((tmp_path / "fuzzy").glob("*.csv")))
+    assert [r["NPU Name"] for r in fuzzy] == [r["NPU Name"] for r in exact]  # no target row dropped
+    pairs = {r["NPU Name"]: r["Bench Name"] for r in fuzzy}
+    assert pairs["Functional.layer_norm.2.forward.output.0"] == "Functional.layer_norm.1.forward.output.0"
+    assert pairs["Functional.layer_norm.1.forward.output.0"] == "N/A"  # the extra call
+    matched = [r for r in fuzzy if r["Bench Name"] != "N/A"]
+    assert all(r["Max diff"] != "N/A" for r in matched)  # statistics columns are filled
