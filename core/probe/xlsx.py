@@ -17,9 +17,9 @@ from collections.abc import Iterable, Sequence
 from itertools import chain
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import Any
 
-from probe.zipstream import ZipStream
+from probe.zipstream import MemberWriter, ZipStream
 
 MAX_CELL_TEXT = 32767  # Excel's limit on the characters of one cell
 FILLS = {"red": "FFFF0000", "yellow": "FFFFFF00"}  # fill name -> ARGB, style ids 1, 2...
@@ -138,7 +138,7 @@ class XlsxWriter:
             out.write(b"</sheetData></worksheet>")
         return written
 
-    def _write_rows(self, out: IO[bytes], columns: Sequence[str], rows: Iterable[Sequence[Any]],
+    def _write_rows(self, out: MemberWriter, columns: Sequence[str], rows: Iterable[Sequence[Any]],
                     fill_column: int | None) -> int:
         """Render the header and ``rows`` as ``<row>`` elements into ``out``; the data rows written."""
         width = len(columns)

@@ -78,7 +78,7 @@ class _Deflater(threading.Thread):
                 self.error = exc
 
 
-class _MemberWriter:
+class MemberWriter:
     """File-like object of a streamed member: ``write(bytes)`` hands the chunk to the deflater."""
 
     def __init__(self, deflater: _Deflater) -> None:
@@ -123,13 +123,13 @@ class ZipStream:
         self._file.write(packed)
 
     @contextmanager
-    def member(self, name: str) -> Iterator[_MemberWriter]:
+    def member(self, name: str) -> Iterator[MemberWriter]:
         """A member streamed through ``write``; deflated on a worker thread while written."""
         with tempfile.TemporaryFile(dir=self.path.parent) as spool:
             deflater = _Deflater(spool, self.level)
             deflater.start()
             try:
-                yield _MemberWriter(deflater)
+                yield MemberWriter(deflater)
             finally:
                 deflater.chunks.put(None)
                 deflater.join()
