@@ -15,9 +15,11 @@ def host():
 
 
 def run(tmp_path: Path, target: str, golden: str | None = None, **kwargs):
-    """Run graph_visualize on test data directories; returns the GraphRun."""
+    """Run graph_visualize on test data directories, in this process (so the GraphRun keeps the
+    graphs) unless ``jobs`` says otherwise."""
     from probe.graph.service import GraphOptions, run_graph
 
+    kwargs.setdefault("jobs", 1)
     options = GraphOptions(
         target=DATA / target,
         golden=DATA / golden if golden else None,

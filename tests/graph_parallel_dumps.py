@@ -117,3 +117,52 @@ def write_megatron(
         write_rank(root / f"rank{rank}", rank, tp_group.index(rank), stage, pp, layers, tp_group, next_rank,
                    vpp, with_comm)
     return root
+
+
+def write_parallel_linears(root: Path, tp: int = 2, column_backward_reduce: bool = True) -> Path:
+    """``root/rank<r>/`` of a TP job with Megatron's linear layers, for the special cases of the merge.
+
+    Per TP rank ``s = 1 + rank``: a ColumnParallelLinear (replicated input, output shards ``10s``),
+    a RowParallelLinear whose ``linear`` yields partial sums ``20s`` summed by an all_reduce (output
+    ``40``), an MLP whose ``matmul`` partial sums ``60s`` go through a reduce_scatter (output shards
+    ``70s``), and the backward of the ColumnParallelLinear whose input gradient (partial sums ``16s``)
+    is all-reduced to ``18`` (or not dumped when ``column_backward_reduce`` is false).
+    """
+    group = {"type": "torch.ProcessGroup", "group_ranks": list(range(tp)), "group_id": "tp0"}
+    for rank in range(tp):
+        s = 1.0 + rank
+        construct: dict[str, str | None] = {}
+        data: dict[str, dict] = {}
+
+        def add(name: str, parent: str | None, inputs: list, outputs: list, kwargs: dict | None = None) -> None:
+            construct[name] = parent
+            data[name] = _entry(inputs, outputs, kwargs)
+
+        layer = "Module.model.layers.0.TransformerLayer.forward.0"
+        add(layer, None, [tensor(1.0)], [tensor(50.0)])
+        col = "Module.model.layers.0.attn.qkv.ColumnParallelLinear.forward.0"
+        add(col, layer, [tensor(1.0)], [tensor(10.0 * s)])
+        add("Functional.linear.0.forward", col, [tensor(1.0), tensor(20.0 * s)], [tensor(10.0 * s)])
+        row = "Module.model.layers.0.attn.dense.RowParallelLinear.forward.0"
+        add(row, layer, [tensor(10.0 * s)], [tensor(40.0)])
+        add("Functional.linear.1.forward", row, [tensor(10.0 * s), tensor(30.0 * s)], [tensor(20.0 * s)])
+        add("Distributed.all_reduce.0.forward", row, [tensor(20.0 * s)], [tensor(40.0)], {"group": group})
+        mlp = "Module.model.layers.0.mlp.MLP.forward.0"
+        add(mlp, layer, [tensor(40.0)], [tensor(70.0 * s)])
+        add("Torch.matmul.0.forward", mlp, [tensor(40.0), tensor(5.0 * s)], [tensor(60.0 * s)])
+        add("Distributed.reduce_scatter_tensor.0.forward", mlp, [tensor(70.0 * s), tensor(60.0 * s)],
+            [tensor(70.0 * s)], {"group": group})
+        back = "Module.model.layers.0.TransformerLayer.backward.0"
+        add(back, None, [tensor(5.0)], [tensor(6.0)])
+        colb = "Module.model.layers.0.attn.qkv.ColumnParallelLinear.backward.0"
+        add(colb, back, [tensor(14.0 * s)], [tensor(16.0 * s)])
+        add("Functional.linear.0.backward", colb, [tensor(14.0 * s)], [tensor(16.0 * s), tensor(17.0 * s)])
+        if column_backward_reduce:
+            add("Distributed.all_reduce.1.forward", colb, [tensor(16.0 * s)], [tensor(18.0)], {"group": group})
+        directory = root / f"rank{rank}"
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "construct.json").write_text(json.dumps(construct, indent=1))
+        (directory / "dump.json").write_text(json.dumps(
+            {"task": "statistics", "level": "mix", "framework": "pytorch", "dump_data_dir": None, "data": data}))
+        (directory / "stack.json").write_text(json.dumps({"0": [list(data), ["File model.py, line 1, in forward"]]}))
+    return root

@@ -60,7 +60,7 @@ def test_groups_fall_back_to_defaults(tmp_path):
 
 
 def test_tp_merge_statistics_and_info(tmp_path):
-    root = write_megatron(tmp_path / "d", 2, 2, 1)
+    root = write_megatron(tmp_path / "d", 2, 2, 1, with_comm=False)  # no all_reduce: linear outputs are shards
     ranks = _graphs(root, 2)
     run = _merge(tmp_path, root, MergeOptions(2, 2, 1))
     assert [g.rank for g in run.graphs] == [0]
@@ -139,7 +139,8 @@ def test_pp_then_tp_and_full_strategy(tmp_path):
     assert [g.rank for g in both.graphs] == [0]
     merged = both.graphs[0].nodes["Functional.linear_rank2.0.forward"]  # stage 1 API, TP-merged with rank 3
     assert merged.merge_info and "from rank [0, 1]" in merged.merge_info[0]
-    assert _stats(merged, "outputs")[0] == 10.0 * 1 + 2.0 + 1.0  # max over the TP shards of global layer 1
+    # partial sums reduced by the TP all_reduce: the all_reduce output of global layer 1 (base 10 + 5)
+    assert _stats(merged, "outputs")[0] == 10.0 * 1 + 5.0 + 1.0
     with sqlite3.connect(both.db) as conn:
         assert json.loads(conn.execute("SELECT rank_list FROM tb_config").fetchone()[0]) == [0]
 

@@ -1,4 +1,4 @@
-"""Built-in exporters: CSV (default), xlsx (openpyxl write-only) and JSON."""
+"""Built-in exporters: CSV (default), xlsx (streamed by ``probe.xlsx``) and JSON."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from probe.hookspecs import hookimpl
 from probe.io import atomic_path, atomic_write
 from probe.modes.common import STACK_COLUMN, STAT_COLUMNS
 from probe.result import CompareResult
+from probe.xlsx import XlsxWriter
 
 CSV_MAX_ROWS = 1_000_000
 CSV_INF = (" inf", " -inf")
@@ -181,37 +182,17 @@ class XlsxExporter:
     max_rows = XLSX_MAX_ROWS
 
     def write(self, result: CompareResult, path: Path) -> list[Path]:
-        from openpyxl import Workbook
-        from openpyxl.cell import WriteOnlyCell
-        from openpyxl.styles import PatternFill
-
         columns = result.columns
         highlight = columns.index(HIGHLIGHT_COLUMN) if HIGHLIGHT_COLUMN in columns else None
-        fills = {
-            "red": PatternFill("solid", start_color="FFFF0000", end_color="FFFF0000"),
-            "yellow": PatternFill("solid", start_color="FFFFFF00", end_color="FFFFFF00"),
-        }
         total = len(result)
         sheets = max(1, math.ceil(total / self.max_rows))
         per_sheet = math.ceil(total / sheets) if total else 0
-        book = Workbook(write_only=True)
         rows = _rows(result, ("inf", "-inf"))
-        for index in range(sheets):
-            sheet = book.create_sheet("Sheet1" if sheets == 1 else f"part_{index}")
-            sheet.append(columns)
-            for row in islice(rows, per_sheet):
-                colour = row[highlight] if highlight is not None else ""
-                if colour in fills:
-                    cells = []
-                    for value in row:
-                        cell = WriteOnlyCell(sheet, value=value)
-                        cell.fill = fills[colour]
-                        cells.append(cell)
-                    sheet.append(cells)
-                else:
-                    sheet.append(row)
-        with atomic_path(path) as tmp:
-            book.save(tmp)
+        with atomic_path(path) as tmp, XlsxWriter(tmp) as book:
+            for index in range(sheets):
+                count = min(per_sheet, total - index * per_sheet)
+                book.add_sheet("Sheet1" if sheets == 1 else f"part_{index}", columns, islice(rows, per_sheet),
+                               rows_count=count, fill_column=highlight)
         return [path]
 
 

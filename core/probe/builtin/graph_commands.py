@@ -15,6 +15,7 @@ GRAPH_EPILOG = """examples:
   probe graph -tp t -gp g -o out -oc -fm                            # overflow levels, fuzzy matching
   probe graph -tp ms -gp pt -o out -lm layer_mapping.yaml           # cross-framework
   probe graph -tp t/step0 -gp g/step0 -o out --rank_size 2 1 --tp 2 1 --pp 1 1
+  probe graph -tp t/step0 -o out --rank_size 4 --tp 2 --pp 2 --file_type json   # merged dump files
   probe view out/compare_20260101120000.vis.db                     # self-contained HTML viewer
 """
 VIEW_EPILOG = """examples:
@@ -33,19 +34,26 @@ def add_graph_arguments(parser: argparse.ArgumentParser) -> None:
                         help="layer mapping YAML ({Class: {target attr: golden attr}}) or node/row pairs "
                              "exported by the viewer")
     parser.add_argument("-oc", "--overflow_check", action="store_true", help="fill NaN/Inf anomaly levels")
+    parser.add_argument("--overflow_rules", metavar="YAML",
+                        help="extra overflow false-positive rules ({API: all | [input.0, output, ...]}), "
+                             "added to the built-in list")
     parser.add_argument("-fm", "--fuzzy_match", action="store_true", help="match ignoring call indices")
     parser.add_argument("-tensor_log", "--is_print_compare_log", dest="tensor_log", action="store_true",
                         help="log every compared node")
     parser.add_argument("-progress_log", "--is_print_progress_log", dest="progress_log", action="store_true",
                         help="print PROGRESS: {json} lines")
     parser.add_argument("--html", action="store_true", help="also write a self-contained HTML viewer")
+    parser.add_argument("--jobs", type=int, metavar="N",
+                        help="worker processes for several ranks/steps (default: one per CPU; 1 = no workers)")
     merge = parser.add_argument_group("parallel merge (one value per side)")
     merge.add_argument("--rank_size", type=int, nargs="+", metavar="N")
     merge.add_argument("--tp", type=int, nargs="+", metavar="N")
     merge.add_argument("--pp", type=int, nargs="+", metavar="N")
     merge.add_argument("--vpp", type=int, nargs="+", metavar="N")
     merge.add_argument("--order", nargs="+", metavar="ORDER")
-    parser.add_argument("--file_type", choices=("db", "json"), default="db", help=argparse.SUPPRESS)
+    parser.add_argument("--file_type", choices=("db", "json"), default="db",
+                        help="json: write a parallel-merge build as step<S>/rank<R>/{construct,dump,stack}.json "
+                             "(dump format) instead of the .vis.db")
 
 
 def merge_options(args: argparse.Namespace) -> list:
@@ -87,6 +95,8 @@ def run_graph_command(args: argparse.Namespace, host) -> int:
         raise InputError("-lm needs a mapping file (layer mapping YAML or exported node pairs)")
     if mapping is not None and not Path(mapping).is_file():
         raise InputError("mapping file does not exist", mapping)
+    if args.jobs is not None and args.jobs < 1:
+        raise InputError("--jobs must be at least 1")
     if args.file_type == "json" and (args.golden_path or not args.rank_size):
         raise InputError("--file_type json is only supported for a parallel-merge build")
     options = GraphOptions(
@@ -95,13 +105,20 @@ def run_graph_command(args: argparse.Namespace, host) -> int:
         output=prepare_output_dir(Path(args.output_path)),
         layer_mapping=Path(mapping) if mapping else None,
         overflow_check=args.overflow_check,
+        overflow_rules=Path(args.overflow_rules) if args.overflow_rules else None,
         fuzzy_match=args.fuzzy_match,
         tensor_log=args.tensor_log,
         progress_log=args.progress_log,
         merge=merge_options(args),
         html=args.html,
+        file_type=args.file_type,
+        jobs=args.jobs,
     )
     run = run_graph(options, host)
+    if run.db is None:
+        for directory in run.json_dirs:
+            print(f"merged graph written: {directory}")
+        return 0
     print(f"graph written: {run.db} ({run.nodes} nodes)")
     if run.html:
         print(f"viewer written: {run.html}")

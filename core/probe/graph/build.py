@@ -99,6 +99,80 @@ def _attach(graph: Graph, node: GraphNode, parent_name: str | None) -> None:
     parent.add_child(node)
 
 
+_RECOMPUTE_FILE = "torch/utils/checkpoint.py"
+_AUTOGRAD_FILE = "torch/autograd/function.py"
+
+
+def is_recompute_stack(frames: list[str]) -> bool:
+    """Whether a forward call's stack shows activation recomputation: a ``recompute_fn`` frame of
+    ``torch/utils/checkpoint.py``, or a ``backward`` / Megatron ``checkpoint_function_backward``
+    frame followed within two frames by ``torch/autograd/function.py``."""
+    for index, frame in enumerate(frames):
+        text = frame.replace("\\", "/")
+        if _RECOMPUTE_FILE in text and "in recompute_fn" in text:
+            return True
+        if re.search(r"\bin (?:backward|checkpoint_function_backward)\b", text):
+            if any(_AUTOGRAD_FILE in f.replace("\\", "/") for f in frames[index + 1 : index + 3]):
+                return True
+    return False
+
+
+def _looks_first_level(name: str) -> bool:
+    """A top-level module name that may really be first-level (recompute candidates are not):
+    at most 5 segments, or 6-7 segments with a numeric layer index."""
+    parts = name.split(".")
+    if len(parts) > 7:
+        return False
+    if len(parts) < 6:
+        return True
+    return any(p.isdigit() for p in parts[:-1])
+
+
+def _module_call(name: str) -> tuple[str, str, int] | None:
+    """(prefix, direction, call index) of ``<prefix>.forward|backward.<n>`` module names."""
+    parts = name.split(".")
+    if len(parts) < 3 or parts[-2] not in ("forward", "backward") or not parts[-1].isdigit():
+        return None
+    return ".".join(parts[:-2]), parts[-2], int(parts[-1])
+
+
+def reparent_recomputed(graph: Graph, stacks: dict[str, list[str]]) -> int:
+    """Move recomputed module calls (and their backward twins) from the root under the backward
+    node of the original call's parent; returns the number of calls moved."""
+    top = {child.name: child for child in graph.root.children if child.kind == MODULE}
+    originals: dict[str, list[GraphNode]] = {}
+    candidates: list[tuple[str, GraphNode, GraphNode]] = []
+    for node in graph.nodes.values():
+        call = _module_call(node.name)
+        if call is None or call[1] != "forward" or node.kind != MODULE:
+            continue
+        if node.name in top:
+            twin = top.get(f"{call[0]}.backward.{call[2]}")
+            if (twin is not None and not _looks_first_level(node.name)
+                    and is_recompute_stack(stacks.get(node.name, []))):
+                candidates.append((call[0], node, twin))
+                continue
+        if node.parent is not None and node.parent is not graph.root:
+            originals.setdefault(call[0], []).append(node)
+    moved: set[str] = set()
+    used: dict[str, int] = {}
+    for prefix, node, twin in candidates:
+        pool = originals.get(prefix, [])
+        index = used.get(prefix, 0)
+        if index >= len(pool):
+            continue
+        used[prefix] = index + 1
+        target = graph.nodes.get(to_backward(pool[index].parent.name))
+        if target is None or target is node or target is twin:
+            continue
+        target.add_child(node)
+        target.add_child(twin)
+        moved.update((node.name, twin.name))
+    if moved:
+        graph.root.children = [c for c in graph.root.children if c.name not in moved or c.parent is graph.root]
+    return len(moved) // 2
+
+
 def _wrap_collections(graph: Graph) -> None:
     """Wrap every run of >= 2 consecutive API children of the root in ``Apis_Between_Modules.<k>``."""
     new_children: list[GraphNode] = []
@@ -227,6 +301,7 @@ def build_graph(directory: Path, side: str = NPU, step: int = 0, rank: int = 0) 
         if node.parent is None and node is not graph.root:
             graph.root.add_child(node)
 
+    reparent_recomputed(graph, stacks)
     _wrap_collections(graph)
     _add_parameter_grads(graph, grads)
     _fill_data(graph, data, stacks, dump_path)

@@ -182,6 +182,27 @@ def graph_rows(graph: Graph, compare: bool, task: str) -> tuple[list[tuple], lis
     return rows, stack_rows
 
 
+def write_part(path: Path, graphs: Sequence[Graph], compare: bool, task: str) -> int:
+    """Write the ``tb_nodes`` / ``tb_stack`` rows of ``graphs`` into a new scratch SQLite file
+    (what a worker process hands to :meth:`VisDbWriter.copy_part`); returns the node count."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        for pragma in ("journal_mode=OFF", "synchronous=OFF", "temp_store=MEMORY"):
+            conn.execute(f"PRAGMA {pragma}")
+        conn.executescript(SCHEMA)
+        conn.execute("BEGIN")
+        count = 0
+        for graph in graphs:
+            rows, stack_rows = graph_rows(graph, compare, task)
+            conn.executemany("INSERT INTO tb_nodes VALUES (" + ",".join("?" * 22) + ")", rows)
+            conn.executemany("INSERT INTO tb_stack VALUES (?,?)", stack_rows)
+            count += len(rows)
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    return count
+
+
 class VisDbWriter:
     """Writes one ``.vis.db`` atomically: rows go to a temporary file renamed on :meth:`close`."""
 
@@ -228,6 +249,19 @@ class VisDbWriter:
         self.conn.executemany("INSERT INTO tb_nodes VALUES (" + ",".join("?" * 22) + ")", rows)
         self.conn.executemany("INSERT INTO tb_stack VALUES (?,?)", stack_rows)
         return len(rows)
+
+    def copy_part(self, part: Path) -> None:
+        """Copy every row of a scratch file made by :func:`write_part` (``INSERT ... SELECT``)."""
+        self.conn.execute("COMMIT")
+        self.conn.execute("ATTACH DATABASE ? AS part", (str(part),))
+        try:
+            self.conn.execute("BEGIN")
+            self.conn.execute("INSERT INTO tb_nodes SELECT * FROM part.tb_nodes")
+            self.conn.execute("INSERT INTO tb_stack SELECT * FROM part.tb_stack")
+            self.conn.execute("COMMIT")
+        finally:
+            self.conn.execute("DETACH DATABASE part")
+            self.conn.execute("BEGIN")
 
     def update_distributed(self, updates: Iterable[tuple[str, str]]) -> None:
         """Set ``matched_distributed`` of rows by id."""

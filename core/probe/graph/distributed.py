@@ -76,52 +76,67 @@ def _value(node: GraphNode, compare: bool, overflow: bool) -> str:
     return "Nan"
 
 
+CommOp = tuple[str, str, tuple, "int | None", int, str]
+"""One communication of a node: (node name, type, link key, peer, occurrence, value shown to partners)."""
+
+
+def comm_ops(graph: Graph, compare: bool = False, overflow: bool = False) -> list[CommOp]:
+    """The communications of one graph, in node order (small and picklable: what the cross-rank
+    pass needs from a graph built in another process)."""
+    counter: dict[tuple, int] = defaultdict(int)
+    out: list[CommOp] = []
+    for node in sorted(graph.nodes.values(), key=lambda n: n.order):
+        if not node.name.startswith("Distributed."):
+            continue
+        value = _value(node, compare, overflow)
+        for kind, key, peer in _ops(graph, node):
+            ckey = (kind if key[0] == "p2p" else "", key, peer)
+            occ = counter[ckey]
+            counter[ckey] += 1
+            out.append((node.name, kind, key, peer, occ, value))
+    return out
+
+
+def link_comm_ops(ops_by_rank: dict[int, list[CommOp]]) -> dict[tuple[int, str], dict]:
+    """``matched_distributed`` of every linked node of one side and step, by (rank, node name)."""
+    index = {
+        rank: {(kind, key, peer, occ): (name, value) for name, kind, key, peer, occ, value in ops}
+        for rank, ops in ops_by_rank.items()
+    }
+    values = {(rank, name): value for rank, ops in ops_by_rank.items() for name, *_rest, value in ops}
+    ranks = tuple(ops_by_rank)
+    links: dict[tuple[int, str], dict] = {}
+
+    def add(rank: int, name: str, kind: str, other: int, partner: str) -> None:
+        entry = links.setdefault((rank, name), {"communications_type": kind, "nodes_info": {}})
+        entry["nodes_info"][str(other)] = [values[(other, partner)], partner]
+
+    for rank, ops in ops_by_rank.items():
+        for name, kind, key, peer, occ, _value_ in ops:
+            if key[0] == "p2p":
+                found = index.get(peer, {}).get((REVERSED[kind], key, rank, occ))
+                if found is not None:
+                    add(rank, name, kind, peer, found[0])
+            elif key[0] == "coll":
+                for other in key[2] or ranks:
+                    if other != rank and other in index:
+                        found = index[other].get((kind, key, None, occ))
+                        if found is not None:
+                            add(rank, name, kind, other, found[0])
+            elif peer == rank:  # rooted collective, evaluated on the root only
+                for other in key[2] or ranks:
+                    if other != rank and other in index:
+                        found = index[other].get((kind, key, peer, occ))
+                        if found is not None:
+                            add(rank, name, kind, other, found[0])
+                            add(other, found[0], REVERSED[kind], rank, name)
+    return links
+
+
 def link_ranks(graphs: Sequence[Graph], compare: bool = False, overflow: bool = False) -> int:
     """Fill ``node.distributed`` for the graphs of one side and step; returns links written."""
     by_rank = {g.rank: g for g in graphs}
-    # occurrence-numbered keys per rank: (kind, key, peer, occurrence) -> node
-    index: dict[int, dict[tuple, GraphNode]] = {}
-    ops_of: dict[int, list[tuple[GraphNode, str, tuple, int | None, int]]] = {}
-    for graph in graphs:
-        counter: dict[tuple, int] = defaultdict(int)
-        table: dict[tuple, GraphNode] = {}
-        ops_list = []
-        for node in sorted(graph.nodes.values(), key=lambda n: n.order):
-            if not node.name.startswith("Distributed."):
-                continue
-            for kind, key, peer in _ops(graph, node):
-                ckey = (kind if key[0] == "p2p" else "", key, peer)
-                occ = counter[ckey]
-                counter[ckey] += 1
-                table[(kind, key, peer, occ)] = node
-                ops_list.append((node, kind, key, peer, occ))
-        index[graph.rank] = table
-        ops_of[graph.rank] = ops_list
-    links: dict[GraphNode, dict] = {}
-
-    def add(node: GraphNode, kind: str, rank: int, partner: GraphNode) -> None:
-        entry = links.setdefault(node, {"communications_type": kind, "nodes_info": {}})
-        entry["nodes_info"][str(rank)] = [_value(partner, compare, overflow), partner.name]
-
-    for rank, ops_list in ops_of.items():
-        for node, kind, key, peer, occ in ops_list:
-            if key[0] == "p2p":
-                partner = index.get(peer, {}).get((REVERSED[kind], key, rank, occ))
-                if partner is not None:
-                    add(node, kind, peer, partner)
-            elif key[0] == "coll":
-                for other in key[2] or tuple(by_rank):
-                    if other != rank and other in by_rank:
-                        partner = index[other].get((kind, key, None, occ))
-                        if partner is not None:
-                            add(node, kind, other, partner)
-            elif peer == rank:  # rooted collective, evaluated on the root only
-                for other in key[2] or tuple(by_rank):
-                    if other != rank and other in by_rank:
-                        partner = index[other].get((kind, key, peer, occ))
-                        if partner is not None:
-                            add(node, kind, other, partner)
-                            add(partner, REVERSED[kind], rank, node)
-    for node, entry in links.items():
-        node.distributed = entry
+    links = link_comm_ops({g.rank: comm_ops(g, compare, overflow) for g in graphs})
+    for (rank, name), entry in links.items():
+        by_rank[rank].nodes[name].distributed = entry
     return len(links)

@@ -42,6 +42,15 @@ _LAYER_RE = re.compile(r"(?:^|\.)(?:layers?)\.(\d+)\.")
 _CHUNK_RE = re.compile(r"^(Module|Cell)\.(\d+)\.")
 _RANK_SUFFIX = re.compile(r"_rank(\d+)")
 _COLLECTION_RE = re.compile(rf"^{COLLECTION_PREFIX}\.(\d+)$")
+_MATMUL_APIS = frozenset({
+    "linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "einsum", "npu_linear", "npu_mm_all_reduce_base",
+    "npu_matmul_add_fp32", "__matmul__", "dot", "mv",
+})
+ROW_PARALLEL, COLUMN_PARALLEL = "RowParallelLinear", "ColumnParallelLinear"
+PARTIAL_NOTE = ("{row}: each rank holds a partial sum; the merged value is the output of {reduce}: "
+                "Max = {stats[0]!r}, Min = {stats[1]!r}, Mean = {stats[2]!r}, Norm = {stats[3]!r}")
+UNREDUCED_NOTE = ("{row}: each rank holds a partial sum (gradient of the replicated input of a "
+                  "ColumnParallelLinear) and no all_reduce/reduce_scatter of it was dumped: left as rank {rank}'s value")
 TP_NOTE = "This data is the merged data after tensor parallelism(TP), and the data is merged from rank {ranks}."
 PP_NOTE = "This node comes from rank {rank} of the pipeline parallelism(PP) group {ranks}{renamed}."
 WRAPPER_NOTE = ("This data is the merged data after pipeline parallelism(PP): the {what} are taken from rank "
@@ -332,6 +341,75 @@ def merge_collections(main: Graph, others: Sequence[tuple[Graph, int]]) -> None:
 # --------------------------------------------------------------------------------------
 
 
+def _row_key(row: Row) -> tuple:
+    return (row.dtype, str(row.shape), *map(str, row.stats))
+
+
+def _reductions(graph: Graph) -> dict[tuple, GraphNode]:
+    """Every tensor fed to an all_reduce / reduce_scatter of ``graph``, by (dtype, shape, statistics)."""
+    out: dict[tuple, GraphNode] = {}
+    for node in graph.nodes.values():
+        if node.name.startswith("Distributed.") and _api(node).split("_rank")[0] in _TP_APIS and node.outputs:
+            for row in node.inputs:
+                if row.dtype != "torch.ProcessGroup" and _num(row.stats[3]) is not None:
+                    out.setdefault(_row_key(row), node)
+    return out
+
+
+def _module_class(node: GraphNode) -> str:
+    parts = node.name.split(".")
+    return parts[-3] if node.kind == MODULE and len(parts) >= 3 else ""
+
+
+def _partial_sum_rows(node: GraphNode) -> list[int] | None:
+    """Output rows of ``node`` that may be partial sums over the TP ranks (``None``: none)."""
+    if node.kind == API and _api(node).split("_rank")[0] in _MATMUL_APIS:
+        return list(range(len(node.outputs)))
+    cls = _module_class(node)
+    if cls == ROW_PARALLEL and not _is_backward(node):
+        return list(range(len(node.outputs)))
+    if cls == COLUMN_PARALLEL and _is_backward(node):
+        return [0] if node.outputs else None
+    return None
+
+
+def _reduced(rows: Sequence[Row], reductions: Sequence[dict[tuple, GraphNode]]) -> tuple[tuple, str] | None:
+    """Statistics of the reduced tensor when every rank's ``rows[i]`` is fed to the same reduction."""
+    found = [table.get(_row_key(row)) for row, table in zip(rows, reductions)]
+    if any(f is None or not f.outputs for f in found) or len({_api(f).split("_rank")[0] for f in found}) != 1:
+        return None
+    outs = [f.outputs[0] for f in found]
+    merged = merge_stats(outs)
+    stats = merged[0] if merged is not None else tuple(_num(v) for v in outs[0].stats)
+    if None in stats:
+        return None
+    return stats, found[0].name
+
+
+def _merge_partial_sums(node: GraphNode, twins: Sequence[GraphNode], reductions, rank: int) -> tuple[set[int], list[str]]:
+    """Megatron special cases: outputs of a matmul (or Row/ColumnParallelLinear) that a following
+    all_reduce / reduce_scatter sums over the TP ranks take the reduced statistics."""
+    indexes = _partial_sum_rows(node)
+    if not indexes or any(len(t.outputs) != len(node.outputs) for t in twins):
+        return set(), []
+    done: set[int] = set()
+    notes: list[str] = []
+    column_backward = _module_class(node) == COLUMN_PARALLEL
+    for index in indexes:
+        rows = [node.outputs[index], *(t.outputs[index] for t in twins)]
+        reduced = _reduced(rows, reductions)
+        if reduced is not None:
+            stats, reduce_name = reduced
+            row = node.outputs[index]
+            row.stats = tuple(_to_dtype(x, row.dtype) for x in stats)
+            notes.append(PARTIAL_NOTE.format(row=row.name, reduce=reduce_name, stats=row.stats))
+            done.add(index)
+        elif column_backward and merge_stats(rows) is not None:
+            notes.append(UNREDUCED_NOTE.format(row=node.outputs[index].name, rank=rank))
+            done.add(index)
+    return done, notes
+
+
 def tp_merge(graphs: Sequence[Graph], stage_of: dict[int, int] | None = None) -> Graph:
     """Merge the statistics of same-name, same-parent nodes of a TP group into its first graph.
 
@@ -344,8 +422,11 @@ def tp_merge(graphs: Sequence[Graph], stage_of: dict[int, int] | None = None) ->
     ranks = [g.rank for g in graphs]
     note = TP_NOTE.format(ranks=ranks)
     lookups = [{_plain(n, stage_of): node for n, node in g.nodes.items()} for g in graphs[1:]]
+    reductions = [_reductions(g) for g in graphs]
     for name, node in main.nodes.items():
         if not node.has_data or (node.parent is not None and node.parent.kind == COLLECTION):
+            continue
+        if name.startswith("Distributed."):  # communication buffers are not shards of one tensor
             continue
         key = _plain(name, stage_of)
         twins = [lookup.get(key) for lookup in lookups]
@@ -353,14 +434,14 @@ def tp_merge(graphs: Sequence[Graph], stage_of: dict[int, int] | None = None) ->
         if any(t is None or not t.has_data or (_plain(t.parent.name, stage_of) if t.parent else None) != parent_name
                for t in twins):
             continue
-        formulas: list[str] = []
+        reduced, formulas = _merge_partial_sums(node, twins, reductions, main.rank)
         for attr in ("inputs", "outputs"):
             mine = getattr(node, attr)
             others = [getattr(t, attr) for t in twins]
             if any(len(o) != len(mine) for o in others):
                 continue
             for index, row in enumerate(mine):
-                if not any(w in row.dtype for w in _FLOAT_WORDS):
+                if (attr == "outputs" and index in reduced) or not any(w in row.dtype for w in _FLOAT_WORDS):
                     continue
                 merged = merge_stats([row, *(o[index] for o in others)])
                 if merged is not None:

@@ -1,22 +1,106 @@
-"""NaN/Inf anomaly levels of nodes (``-oc``): medium, high, critical."""
+"""NaN/Inf anomaly levels of nodes (``-oc``): medium, high, critical.
+
+Known false positives (uninitialised outputs, receive buffers) are skipped according to a rule
+file: ``probe/data/overflow_rules.yaml`` ships with probe, ``--overflow_rules FILE`` adds to it.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
 
+from probe.errors import InputError
 from probe.model import Row
 
 from probe.graph.node import Graph, GraphNode
-from probe.graph.verdict import api_name
 
 MEDIUM, HIGH, CRITICAL = "medium", "high", "critical"
 LEVEL_RANK = {MEDIUM: 1, HIGH: 2, CRITICAL: 3}
 MUTATION_RATIO = 100.0
-# Known false positives: outputs that are uninitialised memory, inputs that are receive buffers.
-IGNORE_OUTPUTS = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_with_format"})
-IGNORE_INPUTS = frozenset({"recv", "irecv", "all_gather", "_all_gather_base", "all_gather_into_tensor",
-                           "reduce_scatter", "_reduce_scatter_base", "reduce_scatter_tensor"})
+SKIP_ALL = "all"
 _BAD = ("inf", "-inf", "nan")
+
+Rules = Mapping[str, "str | tuple[str, ...]"]
+"""API (``Distributed.recv``) -> ``"all"`` or the parameters to skip (``input.0``, ``output``...)."""
+
+
+def parse_rules(doc: object, path: Path | None = None) -> dict[str, str | tuple[str, ...]]:
+    """Check a rule document (``{api: "all" | [param, ...]}``); one-line error otherwise."""
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise InputError("must map API names (e.g. Distributed.recv) to 'all' or a list of parameters", path)
+    rules: dict[str, str | tuple[str, ...]] = {}
+    for api, value in doc.items():
+        if not isinstance(api, str) or api.count(".") != 1:
+            raise InputError(f"rule key {api!r} must be an API name like Distributed.recv", path)
+        if value == SKIP_ALL:
+            rules[api] = SKIP_ALL
+            continue
+        if not isinstance(value, list) or not all(
+            isinstance(p, str) and (p == "output" or p.startswith(("input.", "output."))) for p in value
+        ):
+            raise InputError(f"rule {api}: expected 'all' or a list like [input.0, output]", path)
+        rules[api] = tuple(value)
+    return rules
+
+
+def read_rules(path: Path) -> dict[str, str | tuple[str, ...]]:
+    """Read a YAML rule file."""
+    import yaml
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("overflow rule file does not exist", path) from None
+    except OSError as exc:
+        raise InputError(f"cannot be read ({exc.strerror})", path) from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise InputError(f"is not valid YAML{where}", path) from None
+    return parse_rules(doc, path)
+
+
+@lru_cache(maxsize=1)
+def builtin_rules() -> dict[str, str | tuple[str, ...]]:
+    """The rules shipped with probe."""
+    import yaml
+
+    text = resources.files("probe").joinpath("data", "overflow_rules.yaml").read_text(encoding="utf-8")
+    return parse_rules(yaml.safe_load(text))
+
+
+def load_rules(extra: Path | None = None) -> dict[str, str | tuple[str, ...]]:
+    """Built-in rules, overridden entry by entry by ``extra`` (an empty list re-enables an API)."""
+    rules = dict(builtin_rules())
+    if extra is not None:
+        rules.update(read_rules(extra))
+    return rules
+
+
+def _rule_key(node_name: str) -> str | None:
+    """``Distributed.recv_rank1.0.forward`` -> ``Distributed.recv``; ``None`` for backward calls."""
+    parts = node_name.split(".")
+    if len(parts) < 2 or "backward" in parts:
+        return None
+    api = parts[1]
+    cut = api.find("_rank")
+    if cut > 0 and api[cut + 5:].isdigit():
+        api = api[:cut]
+    return f"{parts[0]}.{api}"
+
+
+def _skipped(row: Row, node: str, params: tuple[str, ...]) -> bool:
+    if not row.name.startswith(node + "."):
+        return False
+    tail = row.name[len(node) + 1:]
+    return any(tail == p or tail.startswith(p + ".") for p in params)
 
 
 def _anomalous(row: Row) -> bool:
@@ -35,11 +119,17 @@ def _norm(row: Row) -> float | None:
     return abs(value) if math.isfinite(value) else None
 
 
-def overflow_level(node: GraphNode) -> str | None:
+def overflow_level(node: GraphNode, rules: Rules | None = None) -> str | None:
     """The anomaly level of one node from its rows (first matching scene wins)."""
-    api = api_name(node.name)
-    inputs = [] if api in IGNORE_INPUTS else node.inputs
-    outputs = [] if api in IGNORE_OUTPUTS else node.outputs
+    rules = builtin_rules() if rules is None else rules
+    key = _rule_key(node.name)
+    rule = rules.get(key) if key is not None else None
+    if rule == SKIP_ALL:
+        return None
+    inputs, outputs = node.inputs, node.outputs
+    if rule:
+        inputs = [r for r in inputs if not _skipped(r, node.name, rule)]
+        outputs = [r for r in outputs if not _skipped(r, node.name, rule)]
     bad_in = any(_anomalous(r) for r in inputs)
     bad_out = any(_anomalous(r) for r in outputs)
     if bad_out and not bad_in:
@@ -57,11 +147,12 @@ def overflow_level(node: GraphNode) -> str | None:
     return None
 
 
-def check_overflow(graph: Graph) -> int:
+def check_overflow(graph: Graph, rules: Rules | None = None) -> int:
     """Set ``overflow`` on every node with data; return the number of anomalous nodes."""
+    rules = builtin_rules() if rules is None else rules
     count = 0
     for node in graph.nodes.values():
         if node.has_data:
-            node.overflow = overflow_level(node)
+            node.overflow = overflow_level(node, rules)
             count += node.overflow is not None
     return count

@@ -16,12 +16,12 @@ from probe.errors import InputError
 
 from probe.graph.build import build_graph
 from probe.graph.db import VisDbWriter
-from probe.graph.distributed import link_ranks
+from probe.graph.distributed import CommOp, comm_ops, link_comm_ops
 from probe.graph.layout import GraphSource, discover, pair_sources
 from probe.graph.matching import match_graphs
 from probe.graph.metrics import compare_task, compute_metrics
 from probe.graph.node import BENCH, NPU, Graph, GraphNode
-from probe.graph.overflow import check_overflow
+from probe.graph.overflow import check_overflow, load_rules
 from probe.graph.verdict import judge_collections, judge_graph
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,26 +51,35 @@ class GraphOptions:
     golden: Path | None = None
     layer_mapping: Path | None = None
     overflow_check: bool = False
+    overflow_rules: Path | None = None
+    """Extra false-positive rules for ``-oc`` (added to ``probe/data/overflow_rules.yaml``)."""
     fuzzy_match: bool = False
     tensor_log: bool = False
     progress_log: bool = False
     merge: list[MergeOptions] = field(default_factory=list)
     html: bool = False
+    file_type: str = "db"
+    """``json``: a parallel-merge build writes ``step<S>/rank<R>/{construct,dump,stack}.json``
+    instead of the db."""
     timestamp: str | None = None
     jobs: int | None = None
-    """Processes that build graphs (default 1: shipping a built graph back costs about as much
-    as building it, see docs/performance.md)."""
+    """Worker processes, each handling whole (target rank, golden rank) pairs: build, match,
+    metrics, verdicts and its own part of the db. ``None``: one per CPU when there are several
+    pairs (see docs/performance.md); ``1``: everything in this process."""
 
 
 @dataclass
 class GraphRun:
     """What a run produced."""
 
-    db: Path
+    db: Path | None
     graphs: list[Graph]
+    """The graphs written (empty when worker processes built them)."""
     html: Path | None = None
     nodes: int = 0
     matched: int = 0
+    json_dirs: list[Path] = field(default_factory=list)
+    """``--file_type json``: one dump-format directory per merged graph."""
 
 
 class Progress:
@@ -168,77 +177,217 @@ def build_graphs(jobs: list[tuple[GraphSource, str]], workers: int = 1) -> list[
         return list(pool.map(_build_one, jobs))
 
 
+@dataclass
+class PairResult:
+    """What one (target, golden) pair produced, small enough to send between processes."""
+
+    task: str
+    matched: int
+    micro_steps: int
+    nodes: int
+    keys: list[tuple[str, int, int]]
+    """(side, step, rank) of every graph written."""
+    comm: list[tuple[str, int, int, list[CommOp]]]
+    """(side, step, rank, communications) for the cross-rank pass."""
+    graphs: list[Graph] = field(default_factory=list)
+
+
+def _process_pair(
+    npu_source: GraphSource, bench_source: GraphSource | None, options: GraphOptions, rules, host: Host | None,
+) -> tuple[list[Graph], str, int]:
+    """Build, match, compute metrics and verdicts (and overflow levels) of one pair."""
+    npu = _build(npu_source, NPU)
+    graphs = [npu]
+    task, matched = "", 0
+    if bench_source is not None:
+        bench = _build(bench_source, BENCH)
+        graphs.append(bench)
+        task, matched = compare_pair(npu, bench, options, host)
+    if options.overflow_check:
+        for graph in graphs:
+            check_overflow(graph, rules)
+    return graphs, task, matched
+
+
+def _summary(graphs: list[Graph], task: str, matched: int, nodes: int, options: GraphOptions, link: bool) -> PairResult:
+    compare = options.golden is not None
+    comm = [(g.side, g.step, g.rank, comm_ops(g, compare, options.overflow_check)) for g in graphs] if link else []
+    return PairResult(task, matched, max(g.micro_steps for g in graphs), nodes,
+                      [(g.side, g.step, g.rank) for g in graphs], comm)
+
+
+_WORKER_HOST: Host | None = None
+
+
+def _worker_host() -> Host | None:
+    global _WORKER_HOST
+    if _WORKER_HOST is None:
+        from probe.plugins import Host
+
+        _WORKER_HOST = Host()
+    return _WORKER_HOST
+
+
+def _pair_worker(
+    npu_source: GraphSource, bench_source: GraphSource | None, options: GraphOptions, rules, link: bool, part: Path,
+) -> PairResult:
+    """One pair end to end in a worker process; its db rows go to the scratch file ``part``."""
+    from probe.graph.db import write_part
+
+    graphs, task, matched = _process_pair(npu_source, bench_source, options, rules, _worker_host())
+    nodes = write_part(part, graphs, options.golden is not None, task)
+    return _summary(graphs, task, matched, nodes, options, link)
+
+
+def default_jobs(pairs: int) -> int:
+    """Worker processes used when ``GraphOptions.jobs`` is not set."""
+    import os
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cpus, pairs)) if pairs > 1 else 1
+
+
+def _run_pairs(
+    pairs: list[tuple[GraphSource, GraphSource | None]], options: GraphOptions, rules, host: Host | None,
+    writer: VisDbWriter, link: bool, progress: Progress,
+) -> list[PairResult]:
+    """Process every pair, serially or in worker processes, writing its rows into ``writer``."""
+    compare = options.golden is not None
+    workers = options.jobs if options.jobs is not None else default_jobs(len(pairs))
+    workers = max(1, min(workers, len(pairs)))
+    results: list[PairResult] = []
+    if workers == 1:
+        for npu_source, bench_source in pairs:
+            graphs, task, matched = _process_pair(npu_source, bench_source, options, rules, host)
+            nodes = sum(writer.write_graph(g, compare, task) for g in graphs)
+            result = _summary(graphs, task, matched, nodes, options, link)
+            result.graphs = graphs
+            results.append(result)
+            progress.step()
+        return results
+    import shutil
+    import tempfile
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    scratch = Path(tempfile.mkdtemp(prefix=".probe-graph-", dir=options.output))
+    try:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = {
+                pool.submit(_pair_worker, npu_source, bench_source, options, rules, link, scratch / f"part{i}.db"): i
+                for i, (npu_source, bench_source) in enumerate(pairs)
+            }
+            done: dict[int, PairResult] = {}
+            for future in as_completed(futures):
+                index = futures[future]
+                done[index] = future.result()
+                writer.copy_part(scratch / f"part{index}.db")
+                (scratch / f"part{index}.db").unlink()
+                progress.step()
+        results = [done[i] for i in range(len(pairs))]
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return results
+
+
+def _link_in_db(results: list[PairResult], writer: VisDbWriter) -> int:
+    """The cross-rank pass: link the communications of every side and step, update the db rows."""
+    groups: dict[tuple[str, int], dict[int, list[CommOp]]] = defaultdict(dict)
+    for result in results:
+        for side, step, rank, ops in result.comm:
+            groups[(side, step)][rank] = ops
+    by_graph = {(g.side, g.step, g.rank): g for r in results for g in r.graphs}
+    updates: list[tuple[str, str]] = []
+    for (side, step), ops_by_rank in groups.items():
+        if len(ops_by_rank) < 2:
+            continue
+        for (rank, name), entry in link_comm_ops(ops_by_rank).items():
+            updates.append((f"{side}_{step}_{rank}_{name}", json.dumps(entry)))
+            graph = by_graph.get((side, step, rank))
+            if graph is not None:
+                graph.nodes[name].distributed = entry
+    writer.update_distributed(updates)
+    return len(updates)
+
+
+def _merged_graphs(kind: str, pairs, options: GraphOptions, rules, host: Host | None) -> tuple[list[Graph], str, int]:
+    """Parallel-merge mode: build every rank, merge each side, compare the merged graphs."""
+    from probe.graph.merge import merge_side
+
+    compare = options.golden is not None
+    golden_sources: list[GraphSource] = []
+    if compare:
+        kind_g, golden_sources = discover(options.golden)
+        if kind_g != kind:
+            raise InputError(f"has layout '{kind_g}' but the target path has layout '{kind}'", options.golden)
+    jobs = [(s, NPU) for s, _ in pairs] + [(g, BENCH) for g in golden_sources]
+    built_all = build_graphs(jobs, 1)
+    npu_graphs = merge_side(built_all[: len(pairs)], options.merge[0], options.target)
+    bench_graphs = merge_side(built_all[len(pairs):], options.merge[-1], options.golden) if compare else []
+    if compare and len(npu_graphs) != len(bench_graphs):
+        raise InputError(
+            f"merges into {len(bench_graphs)} graphs but the target merges into {len(npu_graphs)}; "
+            "both sides need the same data-parallel size", options.golden,
+        )
+    graphs: list[Graph] = []
+    task, matched = "", 0
+    for index, npu_graph in enumerate(npu_graphs):
+        bench_graph = bench_graphs[index] if compare else None
+        if bench_graph is not None:
+            bench_graph.rank, bench_graph.step = npu_graph.rank, npu_graph.step
+            task, count = compare_pair(npu_graph, bench_graph, options, host, True)
+            matched += count
+        for graph in (npu_graph, bench_graph):
+            if graph is not None:
+                if options.overflow_check:
+                    check_overflow(graph, rules)
+                graphs.append(graph)
+    return graphs, task, matched
+
+
 def run_graph(options: GraphOptions, host: Host | None = None) -> GraphRun:
     """Run ``graph_visualize``; returns the db written (and the graphs, for callers and tests)."""
     options.output.mkdir(parents=True, exist_ok=True)
     stamp = options.timestamp or time.strftime("%Y%m%d%H%M%S")
     compare = options.golden is not None
     merged = bool(options.merge)
-    workers = options.jobs or 1
+    rules = load_rules(options.overflow_rules) if options.overflow_check else None
     if compare and not merged:
         kind, pairs = pair_sources(options.target, options.golden)
     else:
         kind, sources = discover(options.target)
         pairs = [(s, None) for s in sources]
     progress = Progress(options.progress_log, len(pairs) + 1)
-    graphs: list[Graph] = []
-    task = ""
-    matched = 0
-    if merged:
-        from probe.graph.merge import merge_side
+    if options.file_type == "json":
+        if not merged or compare:
+            raise InputError("--file_type json is only supported for a parallel-merge build")
+        from probe.graph.export_json import write_graph_json
 
-        golden_sources: list[GraphSource] = []
-        if compare:
-            kind_g, golden_sources = discover(options.golden)
-            if kind_g != kind:
-                raise InputError(f"has layout '{kind_g}' but the target path has layout '{kind}'", options.golden)
-        jobs = [(s, NPU) for s, _ in pairs] + [(g, BENCH) for g in golden_sources]
-        built_all = build_graphs(jobs, workers)
-        npu_graphs = merge_side(built_all[: len(pairs)], options.merge[0], options.target)
-        bench_graphs = merge_side(built_all[len(pairs):], options.merge[-1], options.golden) if compare else []
-        if compare and len(npu_graphs) != len(bench_graphs):
-            raise InputError(
-                f"merges into {len(bench_graphs)} graphs but the target merges into {len(npu_graphs)}; "
-                "both sides need the same data-parallel size", options.golden,
-            )
-        built = list(zip(npu_graphs, bench_graphs)) if compare else [(g, None) for g in npu_graphs]
-        for npu_graph, bench_graph in built:
-            if bench_graph is not None:
-                bench_graph.rank, bench_graph.step = npu_graph.rank, npu_graph.step
-    else:
-        jobs = [(s, NPU) for s, _ in pairs] + [(g, BENCH) for _, g in pairs if g is not None]
-        built_all = build_graphs(jobs, workers)
-        bench_iter = iter(built_all[len(pairs):])
-        built = [(n, next(bench_iter) if g is not None else None) for n, (_, g) in zip(built_all, pairs)]
-    for npu_graph, bench_graph in built:
-        if bench_graph is not None:
-            task, count = compare_pair(npu_graph, bench_graph, options, host, merged)
-            matched += count
-        if options.overflow_check:
-            check_overflow(npu_graph)
-            if bench_graph is not None:
-                check_overflow(bench_graph)
-        graphs.append(npu_graph)
-        if bench_graph is not None:
-            graphs.append(bench_graph)
-        progress.step()
-    if kind in ("ranks", "steps") and not merged:
-        groups: dict[tuple[str, int], list[Graph]] = defaultdict(list)
-        for graph in graphs:
-            groups[(graph.side, graph.step)].append(graph)
-        for group in groups.values():
-            if len(group) > 1:
-                link_ranks(group, compare=compare, overflow=options.overflow_check)
+        graphs, _task, _matched = _merged_graphs(kind, pairs, options, rules, host)
+        dirs = [write_graph_json(g, options.output) for g in graphs]
+        progress.done = len(pairs)
+        progress.step("done")
+        return GraphRun(db=None, graphs=graphs, nodes=sum(len(g) for g in graphs), json_dirs=dirs)
     db_path = options.output / f"{'compare' if compare else 'build'}_{stamp}.vis.db"
     writer = VisDbWriter(db_path)
-    nodes = 0
     try:
-        writer.write_config(
-            compare, task, max(g.micro_steps for g in graphs) if graphs else 1, options.overflow_check,
-            (g.rank for g in graphs), (g.step for g in graphs),
-        )
-        for graph in graphs:
-            nodes += writer.write_graph(graph, compare, task)
+        if merged:
+            graphs, task, matched = _merged_graphs(kind, pairs, options, rules, host)
+            nodes = sum(writer.write_graph(g, compare, task) for g in graphs)
+            micro_steps = max((g.micro_steps for g in graphs), default=1)
+            keys = [(g.side, g.step, g.rank) for g in graphs]
+            progress.done = len(pairs)
+        else:
+            link = kind in ("ranks", "steps")
+            results = _run_pairs(pairs, options, rules, host, writer, link, progress)
+            _link_in_db(results, writer)
+            graphs = [g for r in results for g in r.graphs]
+            task = next((r.task for r in reversed(results) if r.task), "")
+            matched = sum(r.matched for r in results)
+            nodes = sum(r.nodes for r in results)
+            micro_steps = max((r.micro_steps for r in results), default=1)
+            keys = [k for r in results for k in r.keys]
+        writer.write_config(compare, task, micro_steps, options.overflow_check,
+                            (k[2] for k in keys), (k[1] for k in keys))
         db = writer.close()
     except BaseException:
         writer.abort()

@@ -1,0 +1,303 @@
+"""A small streaming xlsx writer: rows of str / int / float / bool / None, optional row fills.
+
+The OOXML package is written part by part; each sheet's rows are rendered as XML text
+(inline strings, cell references, numbers as ``repr``) in batches and streamed into the
+archive, which deflates them on a second thread (``probe.zipstream``), so memory does not
+grow with the sheet and rendering and compression overlap.
+
+    with XlsxWriter(path) as book:
+        book.add_sheet("Sheet1", columns, rows, fill_column=None)
+"""
+
+from __future__ import annotations
+
+import numbers
+import re
+from collections.abc import Iterable, Sequence
+from itertools import chain
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from probe.zipstream import MemberWriter, ZipStream
+
+MAX_CELL_TEXT = 32767  # Excel's limit on the characters of one cell
+FILLS = {"red": "FFFF0000", "yellow": "FFFFFF00"}  # fill name -> ARGB, style ids 1, 2...
+COMPRESS_LEVEL = 1
+
+_MAIN_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+_REL_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+_PKG_REL_NS = "http://schemas.openxmlformats.org/package/2006/relationships"
+_HEAD = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+# characters XML 1.0 forbids (tab, LF and CR are allowed), lone surrogates, U+FFFE/U+FFFF
+_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+# distinct text cells remembered (and their characters) before the cache starts again
+_CACHE_LIMIT = 100_000
+_CACHE_CHARS = 8_000_000
+_BATCH = 2048  # rows rendered before a write
+
+
+def column_letter(index: int) -> str:
+    """Spreadsheet column name of a 0-based column index (0 -> A, 26 -> AA)."""
+    letters = ""
+    index += 1
+    while index:
+        index, rest = divmod(index - 1, 26)
+        letters = chr(65 + rest) + letters
+    return letters
+
+
+def escape_text(value: str) -> str:
+    """``value`` as XML character data: escaped, forbidden characters dropped, CR kept."""
+    if "&" in value:
+        value = value.replace("&", "&amp;")
+    if "<" in value:
+        value = value.replace("<", "&lt;")
+    if ">" in value:
+        value = value.replace(">", "&gt;")
+    if not value.isprintable():  # rare: control or unusual characters
+        value = _FORBIDDEN.sub("", value).replace("\r", "&#13;")
+    return value
+
+
+def _text_cell(value: str) -> str:
+    """The part of a ``<c>`` element after ``r="A1"`` for a text value."""
+    if not value:
+        return "/>"
+    value = value[:MAX_CELL_TEXT]
+    text = escape_text(value)
+    if value[:1].isspace() or value[-1:].isspace():
+        return f' t="inlineStr"><is><t xml:space="preserve">{text}</t></is></c>'
+    return f' t="inlineStr"><is><t>{text}</t></is></c>'
+
+
+def _other_cell(value: Any) -> str:
+    """The part of a ``<c>`` element after ``r="A1"`` for a value that is not text."""
+    cls = value.__class__
+    if cls is float:
+        if value - value == 0.0:  # finite
+            return f"><v>{value!r}</v></c>"
+        return _text_cell("nan" if value != value else ("inf" if value > 0 else "-inf"))
+    if cls is bool:
+        return ' t="b"><v>1</v></c>' if value else ' t="b"><v>0</v></c>'
+    if cls is int:
+        return f"><v>{value}</v></c>"
+    if value is None:
+        return "/>"
+    if isinstance(value, str):
+        return _text_cell(str(value))
+    kind = getattr(getattr(value, "dtype", None), "kind", "")  # numpy scalars
+    if kind == "b":
+        return _other_cell(bool(value))
+    if kind in ("i", "u") or isinstance(value, numbers.Integral):
+        return _other_cell(int(value))
+    if kind == "f" or isinstance(value, numbers.Real):
+        return _other_cell(float(value))
+    return _text_cell(str(value))
+
+
+class XlsxWriter:
+    """Write an xlsx workbook sheet by sheet; use as a context manager (closes the package)."""
+
+    def __init__(self, path: Path, compresslevel: int = COMPRESS_LEVEL) -> None:
+        self.path = Path(path)
+        self._zip = ZipStream(self.path, compresslevel)
+        self._sheets: list[str] = []
+        self._text: dict[str, str] = {}
+
+    def __enter__(self) -> XlsxWriter:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self._zip.abort()
+
+    def add_sheet(
+        self,
+        name: str,
+        columns: Sequence[str],
+        rows: Iterable[Sequence[Any]],
+        rows_count: int | None = None,
+        fill_column: int | None = None,
+    ) -> int:
+        """Append a sheet: a header row of ``columns`` then ``rows``; returns the data rows written.
+
+        ``fill_column``: index of a column whose value (``"red"`` / ``"yellow"``) fills that
+        row's cells. ``rows_count``, when known, is recorded as the sheet's dimension.
+        """
+        self._sheets.append(name)
+        width = len(columns)
+        dimension = ""
+        if rows_count is not None and width:
+            dimension = f'<dimension ref="A1:{column_letter(width - 1)}{rows_count + 1}"/>'
+        with self._zip.member(f"xl/worksheets/sheet{len(self._sheets)}.xml") as out:
+            out.write(f'{_HEAD}<worksheet xmlns="{_MAIN_NS}">{dimension}<sheetData>'.encode())
+            written = self._write_rows(out, columns, rows, fill_column)
+            out.write(b"</sheetData></worksheet>")
+        return written
+
+    def _write_rows(self, out: MemberWriter, columns: Sequence[str], rows: Iterable[Sequence[Any]],
+                    fill_column: int | None) -> int:
+        """Render the header and ``rows`` as ``<row>`` elements into ``out``; the data rows written."""
+        width = len(columns)
+        # a row is "".join(parts), parts = ['<c r="A', '2"', tail, '<c r="B', '2"', tail, ...]
+        parts: list[str] = [""] * (3 * width)
+        parts[0::3] = [f'<c r="{column_letter(i)}' for i in range(width)]
+        styles = {name: f'<c s="{i}" r="' for i, name in enumerate(FILLS, start=1)}
+        cache = self._text  # text -> cell tail; dtype, shape, verdict and stack texts repeat
+        get = cache.get
+        cached_chars = sum(map(len, cache))
+
+        def tail(value: Any) -> str:
+            cls = value.__class__
+            if cls is float and value - value == 0.0:
+                return f"><v>{value!r}</v></c>"
+            if cls is not str or not value:
+                return _other_cell(value)
+            if (len(value) > MAX_CELL_TEXT or "&" in value or "<" in value or ">" in value
+                    or not value.isprintable() or value[0] == " " or value[-1] == " "):
+                text = _text_cell(value)
+            else:  # the common case, inlined
+                text = f' t="inlineStr"><is><t>{value}</t></is></c>'
+            nonlocal cached_chars
+            cached_chars += len(value)
+            if len(cache) >= _CACHE_LIMIT or cached_chars > _CACHE_CHARS:
+                cache.clear()
+                cached_chars = len(value)
+            cache[value] = text
+            return text
+
+        number = 0
+        batch: list[str] = []
+        for row in chain((columns,), rows):
+            number += 1
+            ref = str(number)
+            parts[1::3] = [ref + '"'] * width
+            tails = [get(v) or tail(v) for v in row]
+            if len(tails) != width:
+                raise ValueError(f"row {number} has {len(tails)} cells, the header has {width}")
+            parts[2::3] = tails
+            text = "".join(parts)
+            if fill_column is not None and number > 1:
+                style = styles.get(row[fill_column])
+                if style is not None:
+                    text = text.replace('<c r="', style)
+            batch.append(f'<row r="{ref}">{text}</row>')
+            if len(batch) >= _BATCH:
+                out.write("".join(batch).encode())
+                batch.clear()
+        out.write("".join(batch).encode())
+        return number - 1
+
+    def close(self) -> None:
+        """Write the package parts that describe the sheets and close the file."""
+        sheets = self._sheets or ["Sheet1"]
+        if not self._sheets:
+            self.add_sheet("Sheet1", [], [])
+        parts = {
+            "[Content_Types].xml": _content_types(len(sheets)),
+            "_rels/.rels": _root_rels(),
+            "docProps/app.xml": _app(),
+            "xl/workbook.xml": _workbook(sheets),
+            "xl/_rels/workbook.xml.rels": _workbook_rels(len(sheets)),
+            "xl/styles.xml": _styles(),
+        }
+        for name, text in parts.items():
+            self._zip.add(name, text.encode())
+        self._zip.close()
+
+
+def _attr(value: str) -> str:
+    return escape_text(value).replace('"', "&quot;")
+
+
+def _content_types(count: int) -> str:
+    sheets = "".join(
+        f'<Override PartName="/xl/worksheets/sheet{i}.xml" '
+        'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
+        for i in range(1, count + 1)
+    )
+    return (
+        f'{_HEAD}<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+        '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+        '<Default Extension="xml" ContentType="application/xml"/>'
+        '<Override PartName="/xl/workbook.xml" '
+        'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
+        '<Override PartName="/xl/styles.xml" '
+        'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.styles+xml"/>'
+        '<Override PartName="/docProps/app.xml" '
+        'ContentType="application/vnd.openxmlformats-officedocument.extended-properties+xml"/>'
+        f"{sheets}</Types>"
+    )
+
+
+def _root_rels() -> str:
+    return (
+        f'{_HEAD}<Relationships xmlns="{_PKG_REL_NS}">'
+        '<Relationship Id="rId1" '
+        'Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" '
+        'Target="xl/workbook.xml"/>'
+        '<Relationship Id="rId2" '
+        'Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/extended-properties" '
+        'Target="docProps/app.xml"/>'
+        "</Relationships>"
+    )
+
+
+def _app() -> str:
+    return (
+        f'{_HEAD}<Properties xmlns="http://schemas.openxmlformats.org/officeDocument/2006/extended-properties">'
+        "<Application>probe</Application></Properties>"
+    )
+
+
+def _workbook(sheets: list[str]) -> str:
+    entries = "".join(
+        f'<sheet name="{_attr(name)}" sheetId="{i}" r:id="rId{i}"/>' for i, name in enumerate(sheets, start=1)
+    )
+    return (
+        f'{_HEAD}<workbook xmlns="{_MAIN_NS}" xmlns:r="{_REL_NS}">'
+        '<bookViews><workbookView activeTab="0"/></bookViews>'
+        f"<sheets>{entries}</sheets></workbook>"
+    )
+
+
+def _workbook_rels(count: int) -> str:
+    sheets = "".join(
+        f'<Relationship Id="rId{i}" '
+        'Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" '
+        f'Target="worksheets/sheet{i}.xml"/>'
+        for i in range(1, count + 1)
+    )
+    styles = (
+        f'<Relationship Id="rId{count + 1}" '
+        'Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles" '
+        'Target="styles.xml"/>'
+    )
+    return f'{_HEAD}<Relationships xmlns="{_PKG_REL_NS}">{sheets}{styles}</Relationships>'
+
+
+def _styles() -> str:
+    # fills 0 and 1 are reserved by Excel (none, gray125); ours follow, one cell style each
+    fills = "".join(
+        f'<fill><patternFill patternType="solid"><fgColor rgb="{rgb}"/><bgColor rgb="{rgb}"/></patternFill></fill>'
+        for rgb in FILLS.values()
+    )
+    xfs = "".join(
+        f'<xf numFmtId="0" fontId="0" fillId="{i}" borderId="0" xfId="0" applyFill="1"/>'
+        for i in range(2, 2 + len(FILLS))
+    )
+    return (
+        f'{_HEAD}<styleSheet xmlns="{_MAIN_NS}">'
+        '<fonts count="1"><font><sz val="11"/><name val="Calibri"/><family val="2"/></font></fonts>'
+        f'<fills count="{2 + len(FILLS)}"><fill><patternFill patternType="none"/></fill>'
+        f'<fill><patternFill patternType="gray125"/></fill>{fills}</fills>'
+        '<borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders>'
+        '<cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs>'
+        f'<cellXfs count="{1 + len(FILLS)}"><xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/>{xfs}'
+        "</cellXfs>"
+        '<cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles>'
+        "</styleSheet>"
+    )
