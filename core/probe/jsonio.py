@@ -144,27 +144,22 @@ def parse_json(raw: bytes, path: Path) -> Any:
             gc.enable()
 
 
-class _DuplicateKey(Exception):
-    def __init__(self, key: Any, line: int) -> None:
-        super().__init__(key)
-        self.key, self.line = key, line
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a mapping holding the same key twice."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            try:
-                duplicate = key in seen
-            except TypeError:  # unhashable key: let the base class report it
-                continue
-            if duplicate:
-                raise _DuplicateKey(key, key_node.start_mark.line + 1)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+def _duplicate_key(root: yaml.Node | None) -> tuple[str, int] | None:
+    """The first scalar key that a mapping of the composed YAML tree holds twice, and its line."""
+    stack = [root] if root is not None else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for key_node, value_node in node.value:
+                if isinstance(key_node, yaml.ScalarNode):
+                    if key_node.value in seen:
+                        return key_node.value, key_node.start_mark.line + 1
+                    seen.add(key_node.value)
+                stack.append(value_node)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    return None
 
 
 def read_yaml(path: str | Path) -> Any:
@@ -181,9 +176,10 @@ def read_yaml(path: str | Path) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot be read ({exc})", path) from None
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
-    except _DuplicateKey as exc:
-        raise InputError(f"has the key {exc.key!r} twice (line {exc.line})", path) from None
+        duplicate = _duplicate_key(yaml.compose(text, Loader=yaml.SafeLoader))
+        if duplicate is not None:
+            raise InputError(f"has the key {duplicate[0]!r} twice (line {duplicate[1]})", path)
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
