@@ -6,7 +6,7 @@ import json
 
 from conftest import PYTORCH_CASES
 from parity import read_report
-from probe.builtin.exporters import CsvExporter, XlsxExporter, neutralise_formula
+from probe.exporters import CsvExporter, XlsxExporter, neutralise_formula
 from probe.dumps import load_stack
 from probe.pipeline import compare
 

@@ -12,7 +12,7 @@ from openpyxl import load_workbook
 
 import probe.zipstream
 from conftest import PYTORCH_CASES
-from probe.builtin.exporters import XlsxExporter, _rows
+from probe.exporters import XlsxExporter, _rows
 from probe.pipeline import compare
 from probe.xlsx import MAX_CELL_TEXT, XlsxWriter, column_letter
 

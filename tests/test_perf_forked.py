@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from probe import dumps, forked
-from probe.builtin import exporters
+from probe import exporters
 from probe.dumps import load_dump, load_pair, pack_dump, unpack_dump
 from probe.errors import InputError
 from probe.pipeline import compare

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import yaml
 
 from probe.errors import InputError
 
@@ -144,8 +143,10 @@ def parse_json(raw: bytes, path: Path) -> Any:
             gc.enable()
 
 
-def _duplicate_key(root: yaml.Node | None) -> tuple[str, int] | None:
+def _duplicate_key(root: Any) -> tuple[str, int] | None:
     """The first scalar key that a mapping of the composed YAML tree holds twice, and its line."""
+    import yaml
+
     stack = [root] if root is not None else []
     while stack:
         node = stack.pop()
@@ -168,6 +169,8 @@ def read_yaml(path: str | Path) -> Any:
     A mapping that holds the same key twice is an error (YAML forbids it; PyYAML would
     silently keep the last value).
     """
+    import yaml
+
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")

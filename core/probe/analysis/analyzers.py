@@ -1,0 +1,203 @@
+"""The built-in analyzers: first divergence (``-da``), the advisor, collective consistency.
+
+Registered by :mod:`probe.builtin.analysis`; they run after every job of a compare.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.text import Text
+
+from probe.analysis import nodes_by_rank
+from probe.analysis.advisor import advise, advisor_text, explain
+from probe.analysis.collective import check_collectives, shares_output
+from probe.analysis.da_json import write_diff_analyze, write_rank_json
+from probe.analysis.first_diff import find_first_diff
+from probe.analysis.nodes import analysable, api_of, build_nodes, is_comm_entry
+from probe.io import atomic_write, prepare_output_dir, timestamp, unique_path
+from probe.result import CompareResult
+
+
+@dataclass
+class Digest:
+    """What an analyzer keeps of one job's result: its step folder, rank and a small payload."""
+
+    subdir: str
+    rank: int | None
+    md5: bool
+    payload: Any
+
+
+def _digest(result: CompareResult, payload: Any) -> Digest | None:
+    if not analysable(result):
+        return None
+    return Digest(result.output_subdir, result.rank, result.mode.name == "md5", payload)
+
+
+def _digests_by_step(digests: list[Digest | None]) -> dict[str, list[Digest]]:
+    groups: dict[str, list[Digest]] = defaultdict(list)
+    for digest in digests:
+        if digest is not None:
+            groups[digest.subdir].append(digest)
+    return dict(groups)
+
+
+def _out() -> Console:
+    return Console(file=sys.stdout, highlight=False, soft_wrap=True)
+
+
+def _by_step(results: list[CompareResult]) -> dict[str, list[CompareResult]]:
+    """Analysable results grouped by their output sub-folder (one group per step)."""
+    groups: dict[str, list[CompareResult]] = defaultdict(list)
+    for result in results:
+        if analysable(result):
+            groups[result.output_subdir].append(result)
+    return dict(groups)
+
+
+def _directory(request: Any, subdir: str) -> Path | None:
+    if request.output_dir is None:
+        return None
+    base = request.output_dir / subdir if subdir else request.output_dir
+    return prepare_output_dir(base)
+
+
+class DiffAnalyzer:
+    """``-da``: the first diverging node per rank and across ranks."""
+
+    name = "diff_analyze"
+
+    def enabled(self, request: Any) -> bool:
+        return bool(request.options.get("diff_analyze"))
+
+    def analyze(self, request: Any, results: list[CompareResult]) -> list[Path]:
+        written: list[Path] = []
+        out = _out()
+        for subdir, group in _by_step(results).items():
+            directory = _directory(request, subdir)
+            stamp = timestamp()
+            by_rank = nodes_by_rank(group)
+            md5 = group[0].mode.name == "md5"
+            if directory is not None:
+                for result, (rank, nodes) in zip(group, by_rank.items()):
+                    stem = f"compare_result_rank{rank}" if result.rank is not None else result.output_stem
+                    path = unique_path(directory, f"{stem}_{stamp}", ".json")
+                    written.append(write_rank_json(nodes, md5, path))
+            found = find_first_diff(by_rank)
+            where = f" ({subdir})" if subdir else ""
+            if not found.found:
+                out.print(f"diff analyze{where}: no diverging node found")
+                continue
+            if directory is not None:
+                path = unique_path(directory, f"diff_analyze_{stamp}", ".json")
+                written.append(write_diff_analyze(found, md5, path))
+            out.print(f"[bold]first diverging node{where}[/bold] ({found.phase}):")
+            for rank, nodes in found.nodes.items():
+                for node in nodes:
+                    trip = node.trip
+                    line = Text(f"  rank {rank}: ")
+                    line.append(node.entry, style="bold red")
+                    if trip is not None:
+                        line.append(f"  {trip.metric} {trip.value} on {trip.row}")
+                    out.print(line)
+                    stack = node.stack_line()
+                    if stack:
+                        out.print(Text(f"    {stack}", style="dim"))
+                    earlier = [r.name for n in by_rank[rank][: node.index] for r in n.records if not r.matched]
+                    if earlier:
+                        out.print(Text(f"    note: {len(earlier)} target row(s) before it have no golden "
+                                       f"counterpart (first: {earlier[0]})", style="yellow"))
+        for path in written:
+            out.print(f"diff analyze: {path}")
+        return written
+
+
+class AdvisorAnalyzer:
+    """The advisor: first failing row, where it starts and the likely cause (off with ``-c``)."""
+
+    name = "advisor"
+
+    def enabled(self, request: Any) -> bool:
+        return not request.options.get("compare_only")
+
+    def digest(self, request: Any, result: CompareResult) -> Digest | None:
+        """The advice for one rank, made where the rank was compared."""
+        return _digest(result, advise(result)) if analysable(result) else None
+
+    def analyze(self, request: Any, digests: list[Digest | None]) -> list[Path]:
+        written: list[Path] = []
+        out = _out()
+        for subdir, group in _digests_by_step(digests).items():
+            advices = [d.payload for d in group]
+            directory = _directory(request, subdir)
+            if directory is not None:
+                path = unique_path(directory, f"advisor_{timestamp()}", ".txt")
+                with atomic_write(path, "w", encoding="utf-8") as handle:
+                    handle.write(advisor_text(advices))
+                written.append(path)
+            failing = [a for a in advices if not a.ok]
+            title = f"advisor ({subdir})" if subdir else "advisor"
+            if not failing:
+                out.print(f"{title}: all data in the comparison meets the precision rules")
+                continue
+            first = failing[0]
+            body = Text()
+            for index, (head, text) in enumerate(explain(first)):
+                if index:
+                    body.append("\n")
+                body.append(f"{head}: ", style="bold")
+                body.append(text)
+            if len(failing) > 1:
+                body.append(f"\n{len(failing) - 1} more rank(s) fail as well; see the advisor file", style="dim")
+            Console(file=sys.stdout, highlight=False).print(Panel(body, title=title, title_align="left", border_style="red" if first.failing else "yellow"))
+        for path in written:
+            out.print(f"advisor: {path}")
+        return written
+
+
+class CollectiveAnalyzer:
+    """Ranks of one group must agree on the outputs a collective shares (off with ``-c``)."""
+
+    name = "collective"
+
+    def enabled(self, request: Any) -> bool:
+        return not request.options.get("compare_only")
+
+    def digest(self, request: Any, result: CompareResult) -> Digest | None:
+        """Only the collective nodes whose outputs the ranks must share."""
+        if not analysable(result):
+            return None
+        nodes = build_nodes(result, keep=lambda entry: is_comm_entry(entry) and shares_output(api_of(entry)))
+        return _digest(result, nodes)
+
+    def analyze(self, request: Any, digests: list[Digest | None]) -> list[Path]:
+        out = _out()
+        for subdir, group in _digests_by_step(digests).items():
+            if len(group) < 2:
+                continue
+            by_rank: dict[int, list] = {}
+            for position, digest in enumerate(group):
+                rank = digest.rank if digest.rank is not None else position
+                by_rank[rank] = digest.payload
+            checked, problems = check_collectives(by_rank, md5=group[0].md5)
+            if not checked:
+                continue
+            where = f" ({subdir})" if subdir else ""
+            if not problems:
+                out.print(f"collectives{where}: {checked} collective op(s) agree across ranks")
+                continue
+            first = problems[0]
+            ranks = ", ".join(str(r) for r in first.ranks) or "?"
+            out.print(
+                f"[bold red]collectives{where}: ranks disagree[/bold red] on {first.op} (group {list(first.group)}): "
+                f"rank {ranks} differs in {first.row}"
+                + (f"; {len(problems) - 1} more op(s) disagree" if len(problems) > 1 else "")
+            )
+        return []

@@ -1,0 +1,231 @@
+"""The built-in exporters: CSV (default), xlsx (streamed by ``probe.xlsx``) and JSON."""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from probe import forked
+from probe.io import atomic_path, atomic_write
+from probe.modes.common import STACK_COLUMN, STAT_COLUMNS
+from probe.result import CompareResult
+from probe.xlsx import XlsxWriter
+
+CSV_MAX_ROWS = 1_000_000
+CSV_INF = (" inf", " -inf")
+"""How the CSV writes infinite statistics."""
+SPLIT_MIN_ROWS = 20_000
+"""Reports with at least this many rows are rendered by two processes (see :mod:`probe.forked`)."""
+XLSX_MAX_ROWS = 1_048_500
+HIGHLIGHT_COLUMN = "Highlight"
+_FORMULA_START = ("=", "+", "-", "@", "%", "＝", "＋", "－", "＠", "％")
+_FORMULA_FIRST = frozenset(_FORMULA_START)
+_INF = math.inf
+
+
+def neutralise_formula(value: str) -> str:
+    """Prefix text that a spreadsheet would run as a formula with ``'``; numbers are kept."""
+    if value.startswith(_FORMULA_START):
+        try:
+            float(value)
+            return value
+        except ValueError:
+            return "'" + value
+    return value
+
+
+def _rows(result: CompareResult, inf_text: tuple[str, str]) -> Iterator[list[Any]]:
+    """Report rows with spreadsheet-safe text and the infinities of stat columns as text."""
+    columns = result.columns
+    stat_index = [columns.index(c) for c in STAT_COLUMNS if c in columns]
+    pos_inf, neg_inf = inf_text
+    starts = _FORMULA_FIRST
+    for row in result.table():
+        for i in stat_index:
+            value = row[i]
+            if (value == _INF or value == -_INF) and isinstance(value, float):
+                row[i] = pos_inf if value > 0 else neg_inf
+        # only text starting with a formula character needs a closer look
+        yield [neutralise_formula(v) if isinstance(v, str) and v[:1] in starts else v for v in row]
+
+
+class CsvExporter:
+    """UTF-8 CSV without BOM, minimal quoting, split into ``_part_N`` files past 1M rows."""
+
+    name = "csv"
+    suffix = ".csv"
+    max_rows = CSV_MAX_ROWS
+
+    def write(self, result: CompareResult, path: Path) -> list[Path]:
+        columns = result.columns
+        stack = columns.index(STACK_COLUMN) if STACK_COLUMN in columns else None
+        if len(result) <= self.max_rows:
+            if len(result) >= SPLIT_MIN_ROWS and forked.allowed():
+                _write_split(path, columns, result, stack)
+            else:
+                self._write_file(path, columns, _rows(result, CSV_INF), stack)
+            return [path]
+        rows = _rows(result, CSV_INF)
+        written = []
+        for index in range(1, math.ceil(len(result) / self.max_rows) + 1):
+            part = path.with_name(f"{path.stem}_part_{index}{path.suffix}")
+            self._write_file(part, columns, islice(rows, self.max_rows), stack)
+            written.append(part)
+        return written
+
+    @staticmethod
+    def _write_file(path: Path, columns: list[str], rows: Iterable[list[Any]], stack: int | None = None) -> None:
+        with atomic_write(path, "w", encoding="utf-8", newline="") as handle:
+            csv.writer(handle, lineterminator="\n").writerow(columns)
+            _write_body(handle, rows, stack)
+
+
+def _write_body(handle: Any, rows: Iterable[list[Any]], stack: int | None) -> None:
+    """The CSV lines of ``rows`` (no header)."""
+    if stack is None:
+        csv.writer(handle, lineterminator="\n").writerows(rows)
+    else:
+        _write_with_stacks(handle, rows, stack)
+
+
+def _write_split(path: Path, columns: list[str], result: CompareResult, stack: int | None) -> None:
+    """Write one CSV file with two processes: a forked child renders the second half of the
+    rows into a temporary file while this process renders the first half; the child's text
+    is then appended. Rows are rendered independently, so the bytes equal a serial write.
+    """
+    half = len(result) // 2
+    fd, tail = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tail", dir=path.parent)
+    os.close(fd)
+    try:
+        child = forked.start(_write_tail, tail, replace(result, records=result.records[half:]), stack)
+        try:
+            with atomic_write(path, "w", encoding="utf-8", newline="") as handle:
+                csv.writer(handle, lineterminator="\n").writerow(columns)
+                _write_body(handle, _rows(replace(result, records=result.records[:half]), CSV_INF), stack)
+                child.result()
+                handle.flush()
+                with open(tail, "rb") as source:
+                    shutil.copyfileobj(source, handle.buffer, 1 << 20)
+        except BaseException:
+            child.cancel()
+            raise
+    finally:
+        os.unlink(tail)
+
+
+def _write_tail(path: str, result: CompareResult, stack: int | None) -> None:
+    """The second half of :func:`_write_split` (runs in the forked child)."""
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        _write_body(handle, _rows(result, CSV_INF), stack)
+
+
+class _Lines(list):
+    """A file-like list: ``csv.writer`` appends one line per row."""
+
+    write = list.append
+
+
+def _write_with_stacks(handle: Any, rows: Iterable[list[Any]], stack: int) -> None:
+    """Write rows as ``csv.writer`` would, quoting each distinct stack text only once.
+
+    The stack cell (kilobytes of text, repeated for every entry of a stack group) would
+    otherwise be scanned and quoted again on every row. Quoting is per field, so a row is
+    the csv text of the cells before the stack, the cached stack text and the cells after.
+    """
+    lines = _Lines()
+    writer = csv.writer(lines, lineterminator="\n")
+    writerow = writer.writerow
+    quoted: dict[str, str] = {}
+    for row in rows:
+        cell = row[stack]
+        if not (cell.__class__ is str and len(cell) > 64):
+            writerow(row)
+        else:
+            text = quoted.get(cell)
+            if text is None:
+                writerow((cell,))
+                text = quoted[cell] = lines.pop()[:-1]
+            parts = [_csv_cells(writerow, lines, row[:stack]), text]
+            if stack + 1 < len(row):
+                parts.append(_csv_cells(writerow, lines, row[stack + 1 :]))
+            lines.append(",".join(parts) + "\n")
+        if len(lines) >= 4096:
+            handle.write("".join(lines))
+            lines.clear()
+    handle.write("".join(lines))
+
+
+def _csv_cells(writerow: Any, lines: _Lines, cells: list[Any]) -> str:
+    """The csv text of ``cells`` as part of a longer row (no line end)."""
+    if len(cells) == 1 and (cells[0] is None or cells[0] == ""):
+        return ""  # a lone empty field is written as "" only when it is the whole row
+    writerow(cells)
+    return lines.pop()[:-1]
+
+
+class XlsxExporter:
+    """One sheet (``Sheet1``), or ``part_0``... past Excel's row limit; fills with ``-hl``."""
+
+    name = "xlsx"
+    suffix = ".xlsx"
+    max_rows = XLSX_MAX_ROWS
+
+    def write(self, result: CompareResult, path: Path) -> list[Path]:
+        columns = result.columns
+        highlight = columns.index(HIGHLIGHT_COLUMN) if HIGHLIGHT_COLUMN in columns else None
+        total = len(result)
+        sheets = max(1, math.ceil(total / self.max_rows))
+        per_sheet = math.ceil(total / sheets) if total else 0
+        rows = _rows(result, ("inf", "-inf"))
+        with atomic_path(path) as tmp, XlsxWriter(tmp) as book:
+            for index in range(sheets):
+                count = min(per_sheet, total - index * per_sheet)
+                book.add_sheet("Sheet1" if sheets == 1 else f"part_{index}", columns, islice(rows, per_sheet),
+                               rows_count=count, fill_column=highlight)
+        return [path]
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "Nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
+class JsonExporter:
+    """A JSON document: label, mode, columns, summary and one object per row (streamed)."""
+
+    name = "json"
+    suffix = ".json"
+
+    def write(self, result: CompareResult, path: Path) -> list[Path]:
+        columns = result.columns
+        summary = result.summary()
+        head = {
+            "label": result.label,
+            "mode": result.mode.name,
+            "columns": columns,
+            "summary": {
+                "rows": summary.rows, "pass": summary.passed, "warning": summary.warnings,
+                "error": summary.errors, "unmatched": summary.unmatched, "golden_only": summary.golden_only,
+                "first_error": summary.first_error,
+            },
+        }
+        with atomic_write(path, "wb") as handle:
+            handle.write(orjson.dumps(head)[:-1] + b', "rows": [\n')
+            first = True
+            for row in result.table():
+                record = {c: _json_value(v) for c, v in zip(columns, row)}
+                handle.write((b"" if first else b",\n") + orjson.dumps(record))
+                first = False
+            handle.write(b"\n]}\n")
+        return [path]
