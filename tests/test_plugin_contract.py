@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,27 @@ def test_import_probe_does_not_import_a_framework():
     code = "import sys, probe, probe.cli, probe.pipeline; print('torch' in sys.modules, 'mindspore' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False False"
+
+
+def test_trace_shows_registration_calls():
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PROBE_TRACE_PLUGINS": "1"}
+    done = subprocess.run([sys.executable, "-m", "probe", "plugins", "--json"], env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "probe_register_commands [hook]" in done.stderr
+
+
+def test_disable_plugins_by_name():
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PROBE_DISABLE_PLUGINS": "pytorch"}
+    done = subprocess.run([sys.executable, "-m", "probe", "plugins", "--json"], env=env,
+                          capture_output=True, text=True)
+    names = [info["name"] for info in json.loads(done.stdout)]
+    assert "pytorch" not in names and "probe.builtin.exporters" in names

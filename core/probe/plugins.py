@@ -132,11 +132,14 @@ class Host:
     def _collect(self, kind: str, hook_name: str) -> Registry[Any]:
         registry: Registry[Any] = Registry(kind)
         hook = getattr(self.pm.hook, hook_name)
-        # Call implementations one by one so the registry knows who registers what.
+        # Call implementations one plugin at a time (through pluggy, so tracing sees every
+        # call) so that the registry knows which plugin registers what.
+        plugins = self.pm.get_plugins()
         for impl in reversed(hook.get_hookimpls()):
             registry._current_plugin = impl.plugin_name
+            others = [p for p in plugins if p is not impl.plugin]
             try:
-                impl.function(register=registry)
+                self.pm.subset_hook_caller(hook_name, remove_plugins=others)(register=registry)
             except PluginError:
                 raise
             except Exception as exc:  # noqa: BLE001
