@@ -18,7 +18,7 @@ demo: install  ## compare the bundled example dumps and write reports to output/
 
 test: install  ## install what the tests need and run them
 	$(PIP) -r tests/requirements.txt
-	@if [ -x .ci/install-browser.sh ]; then .ci/install-browser.sh; fi
+	@if [ -x .ci/install-browser.sh ]; then .ci/install-browser.sh $(PYTHON); fi
 	$(PYTHON) -m pytest -q; code=$$?; if [ $$code -eq 5 ]; then echo "pytest collected no tests: the suite is broken"; exit 1; fi; exit $$code
 
 bench: install  ## run the benchmarks (on demand; prints figures)
