@@ -47,20 +47,9 @@ class MergeConfig:
 
 def load_config(path: Path) -> MergeConfig:
     """Read and check the YAML config; one-line :class:`InputError` on any problem."""
-    import yaml
+    from probe.jsonio import read_yaml
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("config file does not exist", path) from None
-    except OSError as exc:
-        raise InputError(f"cannot be read ({exc.strerror})", path) from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise InputError(f"is not valid YAML{where}", path) from None
+    doc = read_yaml(path)
     if not isinstance(doc, dict):
         raise InputError("must be a mapping with 'api' (a list) and optional 'compare_index' (a list)", path)
     unknown = sorted(set(doc) - {"api", "compare_index"})

@@ -50,20 +50,9 @@ def parse_rules(doc: object, path: Path | None = None) -> dict[str, str | tuple[
 
 def read_rules(path: Path) -> dict[str, str | tuple[str, ...]]:
     """Read a YAML rule file."""
-    import yaml
+    from probe.jsonio import read_yaml
 
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("overflow rule file does not exist", path) from None
-    except OSError as exc:
-        raise InputError(f"cannot be read ({exc.strerror})", path) from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise InputError(f"is not valid YAML{where}", path) from None
+    doc = read_yaml(path)
     return parse_rules(doc, path)
 
 

@@ -148,6 +148,14 @@ def read_pt(path: Path) -> np.ndarray | None:
         else:
             handle.seek(start)
             data = np.fromfile(handle, dtype=dtype, count=count)
+    return _shaped(kind, data, count, shape)
+
+
+def _shaped(kind: str, data: np.ndarray, count: int, shape: tuple[int, ...]) -> np.ndarray | None:
+    """The flat storage read from the zip as an array of ``shape``; bfloat16 widened to float32.
+
+    ``None`` when the file held fewer elements than the tensor needs.
+    """
     if data.size != count:
         return None
     if kind == "BFloat16Storage":
@@ -273,11 +281,7 @@ def _read_with_zipfile(handle: Any) -> np.ndarray | None:
     kind, dtype, start, count, shape = located
     handle.seek(start)
     data = np.fromfile(handle, dtype=dtype, count=count)
-    if data.size != count:
-        return None
-    if kind == "BFloat16Storage":
-        data = (data.astype(np.uint32) << 16).view(np.float32)
-    return data.reshape(shape)
+    return _shaped(kind, data, count, shape)
 
 
 def _contiguous_strides(size: tuple[int, ...]) -> tuple[int, ...]:
