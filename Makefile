@@ -15,6 +15,8 @@ demo: install  ## compare the bundled example dumps and write reports to output/
 	              -o output/demo --format csv,xlsx,json
 	probe compare -tp examples/pytorch_multirank/target/step0 \
 	              -gp examples/pytorch_multirank/golden/step0 -o output/demo/multirank
+	probe compare -tp examples/mindspore_to_pytorch/target/step0 \
+	              -gp examples/mindspore_to_pytorch/golden/step0 -am -o output/demo/mindspore_to_pytorch
 
 test: install  ## install what the tests need and run them
 	$(PIP) -r tests/requirements.txt
