@@ -39,14 +39,19 @@ def test_python_api_writes_reports(tmp_path):
 
 
 def test_compare_json_input_file(tmp_path, run_probe):
+    """msProbe's compare.json: npu_path / bench_path, and stack_path names the stack file."""
+    target = tmp_path / "t"
+    shutil.copytree(STAT / "target/step0/rank0", target)
+    (target / "stack.json").rename(tmp_path / "elsewhere_stack.json")
     spec = tmp_path / "compare.json"
-    spec.write_text(json.dumps({"npu_path": str(STAT / "target/step0/rank0/dump.json"),
+    spec.write_text(json.dumps({"npu_path": str(target / "dump.json"),
                                 "bench_path": str(STAT / "golden/step0/rank0/dump.json"),
-                                "stack_path": str(STAT / "target/step0/rank0/stack.json"),
+                                "stack_path": str(tmp_path / "elsewhere_stack.json"),
                                 "is_print_compare_log": False}))
     result = run_probe("compare", "-i", spec, "-o", tmp_path / "out", "-c")
     assert result.code == 0, result.err
-    assert len(list((tmp_path / "out").glob("compare_result_*.csv"))) == 1
+    header, rows = read_report(next((tmp_path / "out").glob("compare_result_*.csv")))
+    assert header[-1] == "NPU_Stack_Info" and rows[0]["NPU_Stack_Info"].startswith("['File ")
 
 
 NAN = PYTORCH_CASES / "nan_inf_cnn"

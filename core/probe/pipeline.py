@@ -179,6 +179,13 @@ def compare_dump_pair(job: DumpPairJob, host: Host, request: CompareRequest, pro
                 "%s: %d entries with unexpected names were not compared (first: %s)",
                 dump.info.path, len(dump.skipped_entries), dump.skipped_entries[0],
             )
+    stack_path = request.option("stack_path")
+    if stack_path:  # msProbe's compare.json may name the stack file explicitly
+        from probe.dumps import load_stack
+
+        target.stack = load_stack(Path(stack_path))
+        if target.stack is None:
+            raise InputError("stack file does not exist", stack_path)
     if target.stack is None:
         log.info("no stack.json beside %s: the report has no NPU_Stack_Info column", job.target_file)
     result = compare_dumps(target, golden, host, request.options, job.label, progress, request.jobs)

@@ -30,7 +30,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     io.add_argument("-gp", "--golden_path", dest="golden_path", metavar="GOLDEN",
                     help="golden (bench) dump of the same kind as the target")
     io.add_argument("-i", "--input_path", dest="input_path", metavar="compare.json",
-                    help="msProbe's older input file with npu_path / bench_path / is_print_compare_log")
+                    help="msProbe's older input file with npu_path / bench_path / stack_path / is_print_compare_log")
     io.add_argument("-o", "--output_path", dest="output_path", nargs="?", const="./output", default="./output",
                     metavar="DIR", help="output directory (default ./output)")
     io.add_argument("--xlsx", action="store_true", help="write xlsx instead of CSV")
@@ -85,6 +85,8 @@ def request_from_args(args: argparse.Namespace, host: Any) -> Any:
             raise InputError("must hold npu_path and bench_path", args.input_path)
         target = target or doc["npu_path"]
         golden = golden or doc["bench_path"]
+        if doc.get("stack_path"):
+            options["stack_path"] = doc["stack_path"]
         if doc.get("is_print_compare_log"):
             options["tensor_log"] = True
     if not target or not golden:
