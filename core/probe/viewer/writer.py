@@ -70,7 +70,8 @@ def _open(db: Path) -> sqlite3.Connection:
     if not db.is_file():
         raise InputError("file does not exist", db)
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        # read-only and immutable: no -wal/-shm files are left beside the db; as_uri() escapes the path
+        conn = sqlite3.connect(db.resolve().as_uri() + "?mode=ro&immutable=1", uri=True)
         conn.execute("SELECT id FROM tb_config LIMIT 1")
     except sqlite3.DatabaseError as exc:
         raise InputError(f"is not a .vis.db graph file ({exc})", db) from None
