@@ -111,6 +111,18 @@ def test_build_db_through_the_cli(tmp_path, capsys):
     assert linked and json.loads(linked[0]["matched_distributed"])["communications_type"] == "send_receive"
 
 
+def test_build_and_view_leave_only_the_db_and_the_html(tmp_path, capsys):
+    """No -wal/-shm side files, also for an output path with a space and a '#'."""
+    from graph_helpers import DATA
+
+    out = tmp_path / "run #1"
+    assert main(["graph", "-tp", str(DATA / "multirank_target"), "-o", str(out), "--html"]) == 0
+    db = next(out.glob("build_*.vis.db"))
+    (out / db.name.replace(".vis.db", ".html")).unlink()
+    assert main(["view", str(db)]) == 0
+    assert sorted(p.suffix for p in out.iterdir()) == [".db", ".html"]
+
+
 def test_cli_errors_are_one_line(tmp_path, capsys):
     code = main(["graph_visualize", "-tp", str(tmp_path / "missing"), "-o", str(tmp_path / "o")])
     assert code == 2
