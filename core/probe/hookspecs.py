@@ -121,7 +121,9 @@ def probe_register_analyzers(register: Registry) -> None:
 
     Called once at start-up. After every job of a compare has run, each analyzer whose
     ``enabled(request)`` is true gets the in-memory results (first-divergence analysis,
-    advisor, collective consistency...); nothing is re-read from written files.
+    advisor, collective consistency...); nothing is re-read from written files. An analyzer
+    with a ``digest(request, result)`` method summarises each result where its job ran and
+    receives the digests instead, so results need not travel between processes.
     """
 
 
