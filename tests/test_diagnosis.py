@@ -18,7 +18,7 @@ import pytest
 import probe
 from conftest import DATA
 from probe.diagnosis.facts import stats_deviation, step_of
-from probe.diagnosis.floor import kind_gains, unit_roundoff
+from probe.diagnosis.floor import kind_gains, local_floor, unit_roundoff
 from probe.diagnosis.rank import forward_of, sort_key
 from probe.diagnosis.report import Suspect
 
@@ -168,10 +168,13 @@ def test_stats_deviation_is_scale_aware_and_sees_nan() -> None:
 def test_floor_units_and_kind_gains() -> None:
     assert unit_roundoff("bfloat16") == 2 ** -8 and unit_roundoff("float16") == 2 ** -11
     assert unit_roundoff("unknown") == 2 ** -24
-    samples = [("linear:f", 0.01, 0.01, "bfloat16")] * 5 + [("linear:f", 0.01, 5.0, "bfloat16")]
+    samples = [("linear:f", 0.01, 0.01, "bfloat16", 24)] * 5 + [("linear:f", 0.01, 5.0, "bfloat16", 24)]
     gains = kind_gains(samples)
     assert 0.9 < gains["linear:f"] < 2  # one faulty call does not move the kind's gain
-    assert kind_gains([("x:f", 0.0, 0.0, "float32")])["x:f"] > 1  # too few calls: the default
+    assert kind_gains([("x:f", 0.0, 0.0, "float32", 1)])["x:f"] > 1  # too few calls: the default
+    # a long float32 reduction may differ by more than the roundoff of its result
+    assert local_floor("float32", 4096) > 100 * local_floor("float32", 1)
+    assert local_floor("bfloat16", 4096) < 1.01 * local_floor("bfloat16", 1)
 
 
 def test_forward_of_and_ranking_order() -> None:
