@@ -2,6 +2,7 @@
 """Diagnosis accuracy on a corpus of fault / clean cases (the layout of fixtures/diagnosis).
 
     python bench/diagnosis.py CORPUS_DIR [CORPUS_DIR ...] [--cases] [--json OUT.json]
+    python bench/diagnosis.py --speed PAIR_DIR       # PAIR_DIR/{target,golden}/step0 (bench/gen_dump.py)
 
 Every sub-folder with a ``case.json`` is one case: ``probe_args`` name the target and golden
 paths, ``accept`` / ``accept_steps`` the right answers. For each case the compare runs once;
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import re
 import sys
 import time
@@ -96,12 +99,47 @@ def score(cases: list[dict]) -> dict:
     return out
 
 
+def _cpu() -> float:
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+def speed(pair: Path, repeat: int = 3) -> int:
+    """What diagnosis adds to a statistics compare that writes its CSV (best of ``repeat``).
+
+    Times are CPU seconds of this process and its finished children (a large golden dump is
+    read by a forked child), steadier than wall time on a shared machine.
+    """
+    import tempfile
+
+    from probe.diagnosis.facts import rank_facts as facts_of
+
+    best_compare = best_diag = math.inf
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory() as tmp:
+            started = _cpu()
+            run = probe.compare(pair / "target" / "step0", pair / "golden" / "step0", tmp)
+            compared = _cpu()
+            diagnosis = diagnose_facts([facts_of(r) for r in run.results])
+            diagnosis.write(Path(tmp), "00000000000000")
+            done = _cpu()
+        rows = sum(len(r.records) for r in run.results)
+        best_compare, best_diag = min(best_compare, compared - started), min(best_diag, done - compared)
+        del run, diagnosis
+    print(f"{pair}: {rows} rows; compare + csv {best_compare:.2f} s, diagnosis {best_diag:.2f} s CPU "
+          f"(+{100 * best_diag / best_compare:.1f}%)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("corpus", nargs="+", type=Path)
     parser.add_argument("--cases", action="store_true", help="one line per case")
     parser.add_argument("--json", type=Path, help="write the per-case answers and the scores here")
+    parser.add_argument("--speed", action="store_true", help="time diagnosis against the compare of a dump pair")
     args = parser.parse_args(argv)
+    if args.speed:
+        return max(speed(pair) for pair in args.corpus)
     case_dirs = sorted(p.parent for corpus in args.corpus for p in corpus.glob("*/case.json"))
     if not case_dirs:
         print(f"no case.json under {', '.join(map(str, args.corpus))}", file=sys.stderr)

@@ -192,7 +192,7 @@ def test_forward_of_and_ranking_order() -> None:
         s("big", 0, "forward", "introduced", 500.0, 9),
         s("param", 0, "forward", "parameter", 5.0, 20),
     ], key=sort_key)
-    assert [x.node for x in ranked] == ["param", "big", "small", "backward", "late_step"]
+    assert [x.node for x in ranked] == ["small", "big", "param", "backward", "late_step"]
 
 
 def test_step_of_reads_the_step_folder() -> None:

@@ -22,6 +22,7 @@ FLOAT_DTYPES = frozenset({"float64", "float32", "float16", "bfloat16", "float8_e
                           "hifloat8", "float8"})
 """Canonical dtype names whose rows carry rounding noise."""
 
+_INF, _NINF = math.inf, -math.inf
 _STEP_DIR = re.compile(r"^step(\d+)$")
 _INDEX_TAIL = re.compile(r"\.\d+$")
 EUC_DIST = 1
@@ -100,6 +101,24 @@ def stats_deviation(t: tuple[Any, ...], g: tuple[Any, ...]) -> tuple[float, bool
     changes of Max, Min and Mean relative to the golden value range, so a tensor whose mean
     is near zero does not look broken.
     """
+    tmax, tmin, tmean, tnorm = t
+    gmax, gmin, gmean, gnorm = g
+    try:
+        total = tmax + tmin + tmean + tnorm + gmax + gmin + gmean + gnorm
+        usual = total - total == 0.0  # eight finite numbers (inf - inf and NaN - NaN are NaN)
+    except TypeError:  # None, text
+        usual = False
+    if usual:
+        dev = 0.0
+        scale = max(abs(tmax), abs(tmin), abs(gmax), abs(gmin))
+        if scale:
+            dev = max(abs(tmax - gmax), abs(tmin - gmin), abs(tmean - gmean)) / scale
+        scale = max(abs(tnorm), abs(gnorm))
+        if scale:
+            norm = abs(tnorm - gnorm) / scale
+            if norm > dev:
+                dev = norm
+        return dev, False, False
     tvals = [_float(v) for v in t]
     gvals = [_float(v) for v in g]
     t_bad = any(_bad(v) for v in tvals)
@@ -127,10 +146,24 @@ def stats_deviation(t: tuple[Any, ...], g: tuple[Any, ...]) -> tuple[float, bool
     return dev, t_bad, g_bad
 
 
+_MS_TENSOR_DTYPES = frozenset({"Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "Bool"})
+_DTYPES: dict[str, tuple[bool, str]] = {}
+
+
+def dtype_info(dtype: str) -> tuple[bool, str]:
+    """``(is a tensor, canonical float dtype or "")`` of a row's dtype text (cached)."""
+    info = _DTYPES.get(dtype)
+    if info is None:
+        canonical = canonical_dtype(dtype)
+        floating = canonical if canonical in FLOAT_DTYPES else ""
+        info = (dtype.startswith("torch.") or bool(floating) or dtype in _MS_TENSOR_DTYPES, floating)
+        if len(_DTYPES) < 4096:
+            _DTYPES[dtype] = info
+    return info
+
+
 def _is_tensor(row: Any) -> bool:
-    dtype = row.dtype
-    return dtype.startswith("torch.") or canonical_dtype(dtype) in FLOAT_DTYPES or dtype[:1].isupper() and dtype in (
-        "Int32", "Int64", "Bool", "UInt8", "Int8", "Int16")
+    return dtype_info(row.dtype)[0]
 
 
 def _fingerprint(row: Any) -> tuple[float, float] | None:
@@ -142,10 +175,18 @@ def _fingerprint(row: Any) -> tuple[float, float] | None:
     return high, low
 
 
+_LAST_DIMS: dict[str, int] = {}
+
+
 def _last_dim(shape: str) -> int:
-    """The last dimension of a display shape ``"[2, 6, 24]"`` (1 when there is none)."""
-    tail = shape.rsplit(",", 1)[-1].strip(" []()")
-    return int(tail) if tail.isdigit() else 1
+    """The last dimension of a display shape ``"[2, 6, 24]"`` (1 when there is none; cached)."""
+    last = _LAST_DIMS.get(shape)
+    if last is None:
+        tail = shape.rsplit(",", 1)[-1].strip(" []()")
+        last = int(tail) if tail.isdigit() else 1
+        if len(_LAST_DIMS) < 65536:
+            _LAST_DIMS[shape] = last
+    return last
 
 
 def op_of(entry: str, kind: str) -> str:
@@ -227,57 +268,77 @@ def node_facts(entry: str, order: int, records: list[RowResult], tensor_mode: bo
                backward: bool) -> NodeFacts:
     """The facts of one entry; ``produced`` holds the fingerprints of earlier outputs (updated here)."""
     kind = _kind(entry)
-    facts = NodeFacts(entry=entry, order=order, kind=kind, op=op_of(entry, kind),
-                      backward=backward or kind == "parameters_grad" or ".backward" in entry)
+    backward = backward or kind == "parameters_grad" or ".backward" in entry
+    facts = NodeFacts(entry=entry, order=order, kind=kind, op=op_of(entry, kind), backward=backward)
+    leaves = kind == "api" and not backward
+    in_dev = out_dev = param_dev = leaf_dev = 0.0
+    worst_in = worst_out = worst_param = worst_leaf = argument = dtype = ""
+    nan_in = nan_out = False
+    exact = True
+    width = 1
+    matched = unmatched = 0
     outputs = []
     for record in records:
-        t, g = record.pair.target, record.pair.golden
+        pair = record.pair
+        t, g = pair.target, pair.golden
         state = t.state
         if g is None:
-            facts.unmatched += 1
-            if state != "output" and not facts.argument:
-                facts.argument = f"{t.name} has no golden counterpart"
+            unmatched += 1
+            if state != "output" and not argument:
+                argument = f"{t.name} has no golden counterpart"
             continue
-        facts.matched += 1
-        tensor = _is_tensor(t)
-        if tensor:
-            dt, dg = canonical_dtype(t.dtype), canonical_dtype(g.dtype)
-            if dt in FLOAT_DTYPES or dg in FLOAT_DTYPES:
-                facts.dtype = lower_dtype(facts.dtype, lower_dtype(dt if dt in FLOAT_DTYPES else "",
-                                                                  dg if dg in FLOAT_DTYPES else ""))
-        if not tensor or not _is_tensor(g):
-            if _is_tensor(g) != tensor or [str(v) for v in t.stats] != [str(v) for v in g.stats]:
-                facts.exact = False
-                if state != "output" and not facts.argument:
-                    facts.argument = f"{t.name} is {_short(t.stats[0])} instead of {_short(g.stats[0])}"
+        matched += 1
+        tensor, t_float = dtype_info(t.dtype)
+        g_tensor, g_float = dtype_info(g.dtype)
+        if t_float and t_float != dtype:
+            dtype = lower_dtype(dtype, t_float)
+        if g_float and g_float != dtype:
+            dtype = lower_dtype(dtype, g_float)
+        if not tensor or not g_tensor:
+            if g_tensor != tensor or [str(v) for v in t.stats] != [str(v) for v in g.stats]:
+                exact = False
+                if state != "output" and not argument:
+                    argument = f"{t.name} is {_short(t.stats[0])} instead of {_short(g.stats[0])}"
             continue
-        if t.shape != g.shape and state != "output" and not facts.argument:
-            facts.argument = f"{t.name} has shape {t.shape} instead of {g.shape}"
-        if t.stats != g.stats:
-            facts.exact = False
-        dev, t_bad, g_bad = _row_dev(record, tensor_mode)
-        nan = t_bad and not g_bad
+        if state != "output" and not argument and t.shape != g.shape:
+            argument = f"{t.name} has shape {t.shape} instead of {g.shape}"
+        if t.stats == g.stats and not tensor_mode:
+            dev, nan = 0.0, False  # identical statistics (a NaN never compares equal, so it takes the long way)
+        else:
+            exact = False
+            if tensor_mode:
+                dev, t_bad, g_bad = _row_dev(record, tensor_mode)
+            else:
+                dev, t_bad, g_bad = stats_deviation(t.stats, g.stats)
+            nan = t_bad and not g_bad
         if state == "output":
-            facts.nan_out = facts.nan_out or nan
-            if dev > facts.out_dev or not facts.worst_out:
-                facts.out_dev, facts.worst_out = dev, t.name
+            nan_out = nan_out or nan
+            if dev > out_dev or not worst_out:
+                out_dev, worst_out = dev, t.name
             outputs.append(t)
-        elif state == "parameters":
-            if dev > facts.param_dev or not facts.worst_param:
-                facts.param_dev, facts.worst_param = dev, t.name
         elif state == "input":
-            facts.width = max(facts.width, _last_dim(t.shape))
-            facts.nan_in = facts.nan_in or nan
-            if dev > facts.in_dev or not facts.worst_in:
-                facts.in_dev, facts.worst_in = dev, t.name
-            if kind == "api" and not backward:
+            last = _last_dim(t.shape)
+            if last > width:
+                width = last
+            nan_in = nan_in or nan
+            if dev > in_dev or not worst_in:
+                in_dev, worst_in = dev, t.name
+            if leaves and dev > leaf_dev:
                 fp = _fingerprint(t)
-                if fp is not None and fp not in produced and dev > facts.leaf_dev:
-                    facts.leaf_dev, facts.worst_leaf = dev, t.name
+                if fp is not None and fp not in produced:
+                    leaf_dev, worst_leaf = dev, t.name
+        elif state == "parameters":
+            if dev > param_dev or not worst_param:
+                param_dev, worst_param = dev, t.name
     for t in outputs:
         fp = _fingerprint(t)
         if fp is not None:
             produced.add(fp)
+    facts.in_dev, facts.out_dev, facts.param_dev, facts.leaf_dev = in_dev, out_dev, param_dev, leaf_dev
+    facts.worst_in, facts.worst_out, facts.worst_param, facts.worst_leaf = worst_in, worst_out, worst_param, worst_leaf
+    facts.nan_in, facts.nan_out, facts.argument, facts.unmatched, facts.matched = (
+        nan_in, nan_out, argument, unmatched, matched)
+    facts.width, facts.dtype, facts.exact = width, dtype, exact
     return facts
 
 

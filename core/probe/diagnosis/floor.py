@@ -17,6 +17,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable
+from functools import lru_cache
 
 UNIT_ROUNDOFF = {
     "float64": 2.0 ** -53,
@@ -47,6 +48,7 @@ def unit_roundoff(dtype: str) -> float:
     return UNIT_ROUNDOFF.get(dtype, UNIT_ROUNDOFF["float32"])
 
 
+@lru_cache(maxsize=4096)
 def local_floor(dtype: str, width: int = 1) -> float:
     """The deviation an op of this dtype may show with exact inputs.
 

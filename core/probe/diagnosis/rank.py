@@ -11,9 +11,8 @@ For every entry of every rank and step (see :mod:`probe.diagnosis.facts`):
   above its floor (``introduced``), or when the call has no golden counterpart at all
   (``structure``).
 
-Suspects are ranked by step, then forward before backward, then by kind (NaN sources,
-parameters and arguments before ops that merely introduced a deviation), then by the
-size of the excess, then in execution order. A module call whose own suspect lies
+Suspects are ranked by step, then forward before backward, then in execution order: the
+first call that went wrong comes before everything that may be its consequence. A module call whose own suspect lies
 inside it is dropped: the inner call is the more precise answer.
 """
 
@@ -62,7 +61,12 @@ class _RankView:
         self.by_entry = {n.entry: n for n in facts.nodes}
         self.in_eff: dict[str, float] = {}
         self.nan_in: dict[str, bool] = {}
+        self.prior: dict[str, float] = {}
+        running = 0.0
         for node in facts.nodes:
+            self.prior[node.entry] = running  # the worst output deviation of the calls before this one
+            if math.isfinite(node.out_dev) and node.kind != "parameters_grad":
+                running = max(running, node.out_dev)
             dev, nan = node.in_dev, node.nan_in
             fwd = self.by_entry.get(forward_of(node.entry) or "")
             if fwd is not None:
@@ -76,12 +80,17 @@ class _RankView:
             if n.kind != "parameters_grad" and math.isfinite(n.out_dev) and math.isfinite(self.in_eff[n.entry])
         ]
         self.gains = kind_gains(samples)
+        self.floors = {n.entry: self._floor(n) for n in facts.nodes}
 
     @staticmethod
     def group(node: NodeFacts) -> str:
         return f"{node.op}:{'b' if node.backward else 'f'}"
 
     def floor(self, node: NodeFacts) -> float:
+        """What the dtypes explain of this call's output deviation."""
+        return self.floors[node.entry]
+
+    def _floor(self, node: NodeFacts) -> float:
         dev_in = self.in_eff[node.entry]
         gain = self.gains.get(self.group(node), 2.0)
         return gain * dev_in + local_floor(node.dtype, node.width) if math.isfinite(dev_in) else math.inf
@@ -114,7 +123,10 @@ def _suspect(view: _RankView, node: NodeFacts) -> Suspect | None:
         return make(PARAMETER, node.param_dev / cast,
                     f"parameter {node.worst_param} differs by {_pct(node.param_dev)} "
                     f"(a cast to {node.dtype or 'its dtype'} explains {_pct(cast)})")
-    if node.leaf_dev > cast and node.leaf_dev >= view.in_eff[node.entry] * 0.999 and not node.backward:
+    # an input no dumped call produced is a parameter or buffer when it differs by more than a cast
+    # AND more than anything before it (else it may be a slice or cast of an earlier output)
+    if node.leaf_dev > max(cast, view.prior[node.entry]) and node.leaf_dev >= view.in_eff[node.entry] * 0.999 \
+            and not node.backward:
         return make(PARAMETER, node.leaf_dev / cast,
                     f"input {node.worst_leaf} differs by {_pct(node.leaf_dev)} and no earlier call produced it "
                     f"(a parameter, buffer or data; a cast to {node.dtype or 'its dtype'} explains {_pct(cast)})")
@@ -144,9 +156,10 @@ def _explained_modules(view: _RankView, suspects: list[Suspect]) -> set[str]:
 
 
 def sort_key(suspect: Suspect) -> tuple[Any, ...]:
-    """Earlier steps first, forward before backward, sources before introduced error, bigger excess first."""
-    return (suspect.step, suspect.direction != "forward", KIND_TIER.get(suspect.kind, 9),
-            -round(math.log10(max(suspect.score, 1e-12)), 1), suspect.rank, suspect.order)
+    """Earlier steps first, forward before backward, then in execution order: what follows the first
+    call that went wrong may be its consequence (NaN/inf propagation, a parameter read by later ops)."""
+    return (suspect.step, suspect.direction != "forward", suspect.order, KIND_TIER.get(suspect.kind, 9),
+            suspect.rank)
 
 
 def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
@@ -175,12 +188,11 @@ def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
                 entry["max_error_within_floor"] = max(entry["max_error_within_floor"], node.out_dev)
         series.append(_series(view, found))
     suspects.sort(key=sort_key)
+    points = {(line["step"], line["rank"], p["node"]): p for line in series for p in line["points"]}
     for position, suspect in enumerate(suspects, 1):
-        for line in series:
-            if line["rank"] == suspect.rank and line["step"] == suspect.step:
-                for point in line["points"]:
-                    if point["node"] == suspect.node:
-                        point["suspect"] = position
+        point = points.get((suspect.step, suspect.rank, suspect.node))
+        if point is not None:
+            point["suspect"] = position
     for dtype, entry in floor_stats.items():
         entry["why"] = (f"{dtype} rounds to {entry['unit_roundoff']:.3g} (unit roundoff); a call may add "
                         f"{LOCAL:g} of those and amplify its inputs' deviation as calls of its kind typically do")
@@ -195,11 +207,12 @@ def _series(view: _RankView, found: list[Suspect]) -> dict[str, Any]:
     for node in facts.nodes:
         if node.kind == "parameters_grad":
             continue
+        error, floor = node.out_dev, view.floor(node)
         points.append({
             "node": node.entry,
             "order": node.order,
-            "error": node.out_dev,
-            "floor": view.floor(node),
+            "error": error if error < math.inf else None,
+            "floor": floor if floor < math.inf else None,
             "module": node.module,
             "direction": "backward" if node.backward else "forward",
             "kind": node.kind,

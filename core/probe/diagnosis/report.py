@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,9 @@ class Suspect:
     floor: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"node": self.node, "rank": self.rank, "step": self.step, "kind": self.kind, "score": self.score,
+                "evidence": self.evidence, "direction": self.direction, "order": self.order,
+                "error": _number(self.error), "floor": _number(self.floor)}
 
     def where(self) -> str:
         """``step S, rank R`` for messages."""
@@ -80,11 +82,21 @@ class Diagnosis:
     def write(self, directory: Path, stamp: str) -> Path:
         """Write ``diagnosis_{stamp}.json`` into ``directory`` (atomic, never replacing a file)."""
         path = unique_path(directory, f"diagnosis_{stamp}", ".json")
+        doc = self.to_dict()
+        try:  # compact: the C encoder (an indent would switch to the slow pure-Python one)
+            text = json.dumps(doc, ensure_ascii=False, allow_nan=False)
+        except ValueError:  # a non-finite number slipped in: strict JSON has none
+            text = json.dumps(_finite(doc), ensure_ascii=False, allow_nan=False)
         with atomic_write(path, "w", encoding="utf-8") as handle:
-            json.dump(_finite(self.to_dict()), handle, indent=1, ensure_ascii=False, allow_nan=False)
+            handle.write(text)
             handle.write("\n")
         self.path = path
         return path
+
+
+def _number(value: float | None) -> float | None:
+    """A finite float, else ``None`` (JSON has no NaN/inf; a non-finite error shows as a gap)."""
+    return value if value is not None and math.isfinite(value) else None
 
 
 def _finite(value: Any) -> Any:
