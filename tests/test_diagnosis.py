@@ -17,9 +17,9 @@ import pytest
 
 import probe
 from conftest import DATA
-from probe.diagnosis.facts import stats_deviation, step_of
+from probe.diagnosis.facts import NodeFacts, RankFacts, op_of, stats_deviation, step_of
 from probe.diagnosis.floor import kind_gains, local_floor, unit_roundoff
-from probe.diagnosis.rank import forward_of, sort_key
+from probe.diagnosis.rank import diagnose_facts, forward_of, sort_key
 from probe.diagnosis.report import Suspect
 
 CASES = DATA / "diagnosis"
@@ -198,3 +198,51 @@ def test_forward_of_and_ranking_order() -> None:
 def test_step_of_reads_the_step_folder() -> None:
     assert step_of(Path("/x/step3/rank0/dump.json")) == 3
     assert step_of(Path("/x/dump.json")) == 0
+
+
+def _node(entry: str, order: int, **kw) -> NodeFacts:
+    kind = "module" if entry.startswith("Module.") else "api"
+    return NodeFacts(entry=entry, order=order, kind=kind, op=op_of(entry, kind), dtype="bfloat16", **kw)
+
+
+def test_introduced_inherited_and_enclosing_module() -> None:
+    u = 2 ** -8
+    nodes = [
+        _node("Functional.linear.0.forward", 0, in_dev=u, out_dev=u, module="Module.a.Linear.forward.0"),
+        _node("Module.a.Linear.forward.0", 1, in_dev=u, out_dev=u),
+        _node("Functional.linear.1.forward", 2, in_dev=u, out_dev=2 * u, module="Module.b.Block.forward.0"),
+        _node("Functional.gelu.0.forward", 3, in_dev=2 * u, out_dev=0.5, module="Module.b.Block.forward.0"),
+        _node("Functional.linear.2.forward", 4, in_dev=0.5, out_dev=0.6, module="Module.b.Block.forward.0"),
+        _node("Module.b.Block.forward.0", 5, in_dev=u, out_dev=0.6),
+    ]
+    diagnosis = diagnose_facts([RankFacts(rank=0, step=0, label="rank0", nodes=nodes)])
+    assert diagnosis.verdict == "divergent"
+    # gelu introduced it; linear.2 only carries it; the block contains gelu and is left out
+    assert [(s.node, s.kind) for s in diagnosis.suspects] == [("Functional.gelu.0.forward", "introduced")]
+    assert diagnosis.noise_floor["bfloat16"]["unit_roundoff"] == u
+
+
+def test_nan_sources_and_nan_from_outside() -> None:
+    nodes = [
+        _node("Torch.exp.0.forward", 0, in_dev=0.001, out_dev=math.inf, nan_out=True),
+        _node("Tensor.__mul__.0.forward", 1, in_dev=math.inf, out_dev=math.inf, nan_in=True, nan_out=True),
+    ]
+    diagnosis = diagnose_facts([RankFacts(rank=0, step=0, label="rank0", nodes=nodes)])
+    assert [(s.node, s.kind) for s in diagnosis.suspects] == [("Torch.exp.0.forward", "nan_source")]
+    # NaN in an input that no earlier call produced: a parameter, buffer or data
+    nodes = [_node("Tensor.__truediv__.0.forward", 0, in_dev=math.inf, out_dev=math.inf, nan_in=True,
+                   nan_out=True, worst_in="Tensor.__truediv__.0.forward.input.1")]
+    diagnosis = diagnose_facts([RankFacts(rank=0, step=0, label="rank0", nodes=nodes)])
+    assert [(s.kind, s.node) for s in diagnosis.suspects] == [("parameter", "Tensor.__truediv__.0.forward")]
+    assert "input.1" in diagnosis.suspects[0].evidence
+    doc = json.loads(json.dumps(diagnosis.to_dict(), allow_nan=False))  # strict JSON: inf became null
+    assert doc["series"][0]["points"][0]["error"] is None
+
+
+def test_noise_within_the_floor_is_not_a_suspect() -> None:
+    u = 2 ** -11
+    nodes = [_node(f"Functional.linear.{i}.forward", i, in_dev=3 * u * i, out_dev=3 * u * (i + 1)) for i in range(8)]
+    for node in nodes:
+        node.dtype, node.exact = "float16", False
+    diagnosis = diagnose_facts([RankFacts(rank=0, step=0, label="rank0", nodes=nodes)])
+    assert diagnosis.verdict == "noise" and diagnosis.suspects == []

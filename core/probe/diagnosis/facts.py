@@ -25,6 +25,8 @@ FLOAT_DTYPES = frozenset({"float64", "float32", "float16", "bfloat16", "float8_e
 _INF, _NINF = math.inf, -math.inf
 _STEP_DIR = re.compile(r"^step(\d+)$")
 _INDEX_TAIL = re.compile(r"\.\d+$")
+REDUCTION = 4
+"""A backward output with this many times fewer elements than its incoming gradient is a reduction."""
 EUC_DIST = 1
 """Index of ``EucDist`` in tensor mode's metrics."""
 
@@ -55,6 +57,10 @@ class NodeFacts:
     """A non-tensor argument (or an input's type/shape) that differs, as a short text."""
     unmatched: int = 0
     matched: int = 0
+    reduced_dev: float = 0.0
+    """Backward calls: the worst deviation of outputs far smaller than the incoming gradient
+    (weight and bias gradients: sums with heavy cancellation), kept out of ``out_dev``."""
+    worst_reduced: str = ""
     width: int = 1
     """Largest last dimension of a tensor input: the length of the reductions the call may do."""
     dtype: str = ""
@@ -176,6 +182,21 @@ def _fingerprint(row: Any) -> tuple[float, float] | None:
 
 
 _LAST_DIMS: dict[str, int] = {}
+_NUMELS: dict[str, int] = {}
+
+
+def _numel(shape: str) -> int:
+    """Number of elements of a display shape ``"[2, 6, 24]"`` (1 for a scalar; cached)."""
+    numel = _NUMELS.get(shape)
+    if numel is None:
+        numel = 1
+        for part in shape.strip(" []()").split(","):
+            part = part.strip()
+            if part.isdigit():
+                numel *= int(part)
+        if len(_NUMELS) < 65536:
+            _NUMELS[shape] = numel
+    return numel
 
 
 def _last_dim(shape: str) -> int:
@@ -271,8 +292,9 @@ def node_facts(entry: str, order: int, records: list[RowResult], tensor_mode: bo
     backward = backward or kind == "parameters_grad" or ".backward" in entry
     facts = NodeFacts(entry=entry, order=order, kind=kind, op=op_of(entry, kind), backward=backward)
     leaves = kind == "api" and not backward
-    in_dev = out_dev = param_dev = leaf_dev = 0.0
-    worst_in = worst_out = worst_param = worst_leaf = argument = dtype = ""
+    in_dev = out_dev = param_dev = leaf_dev = reduced_dev = 0.0
+    worst_in = worst_out = worst_param = worst_leaf = worst_reduced = argument = dtype = ""
+    in_numel = 0
     nan_in = nan_out = False
     exact = True
     width = 1
@@ -313,13 +335,18 @@ def node_facts(entry: str, order: int, records: list[RowResult], tensor_mode: bo
             nan = t_bad and not g_bad
         if state == "output":
             nan_out = nan_out or nan
-            if dev > out_dev or not worst_out:
+            if backward and _numel(t.shape) * REDUCTION < in_numel:
+                if dev > reduced_dev or not worst_reduced:
+                    reduced_dev, worst_reduced = dev, t.name
+            elif dev > out_dev or not worst_out:
                 out_dev, worst_out = dev, t.name
             outputs.append(t)
         elif state == "input":
             last = _last_dim(t.shape)
             if last > width:
                 width = last
+            if backward:
+                in_numel = max(in_numel, _numel(t.shape))
             nan_in = nan_in or nan
             if dev > in_dev or not worst_in:
                 in_dev, worst_in = dev, t.name
@@ -339,6 +366,7 @@ def node_facts(entry: str, order: int, records: list[RowResult], tensor_mode: bo
     facts.nan_in, facts.nan_out, facts.argument, facts.unmatched, facts.matched = (
         nan_in, nan_out, argument, unmatched, matched)
     facts.width, facts.dtype, facts.exact = width, dtype, exact
+    facts.reduced_dev, facts.worst_reduced = reduced_dev, worst_reduced
     return facts
 
 

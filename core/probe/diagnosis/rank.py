@@ -30,10 +30,13 @@ from probe.diagnosis.report import (
 
 EXCESS = 4.0
 """An output deviation this many times its floor is a new error, not rounding."""
-EXCESS_BACKWARD = 32.0
-"""The same for calls of the backward pass: gradients of weights and biases are sums with heavy
-cancellation, whose relative error the statistics cannot bound; a backward-only fault (a
-scaled or wrong gradient) is far above this."""
+EXCESS_BACKWARD = 8.0
+"""The same for the gradients a backward call passes on (they also carry the forward pass's
+rounding through the saved tensors)."""
+EXCESS_REDUCED = 64.0
+"""The same for a backward call's reductions (weight and bias gradients): sums with heavy
+cancellation, whose relative error the statistics cannot bound. A backward-only fault (a
+scaled or wrong gradient) shows in the gradients passed on."""
 MAX_SCORE = 1e6
 KIND_TIER = {NAN_SOURCE: 0, PARAMETER: 1, ARGUMENT: 1, INTRODUCED: 2, STRUCTURE: 3}
 
@@ -62,11 +65,14 @@ class _RankView:
         self.in_eff: dict[str, float] = {}
         self.nan_in: dict[str, bool] = {}
         self.prior: dict[str, float] = {}
-        running = 0.0
+        self.nan_before: dict[str, bool] = {}
+        running, nan_seen = 0.0, False
         for node in facts.nodes:
             self.prior[node.entry] = running  # the worst output deviation of the calls before this one
+            self.nan_before[node.entry] = nan_seen
             if math.isfinite(node.out_dev) and node.kind != "parameters_grad":
                 running = max(running, node.out_dev)
+            nan_seen = nan_seen or node.nan_out
             dev, nan = node.in_dev, node.nan_in
             fwd = self.by_entry.get(forward_of(node.entry) or "")
             if fwd is not None:
@@ -115,6 +121,10 @@ def _suspect(view: _RankView, node: NodeFacts) -> Suspect | None:
                     f"its inputs are finite (worst {node.worst_in or 'none'} off by {_pct(view.in_eff[node.entry])}) "
                     f"but {node.worst_out} holds NaN/inf that the golden run does not")
     if view.nan_in[node.entry]:
+        if not view.nan_before[node.entry] and not node.backward:
+            return make(PARAMETER, MAX_SCORE,
+                        f"input {node.worst_in} holds NaN/inf that the golden run does not, and no earlier call "
+                        f"produced it (a parameter, buffer or data)")
         return None  # NaN/inf propagated from an input
     local = local_floor(node.dtype, node.width)
     out_excess = node.out_dev / floor if floor > 0 else (math.inf if node.out_dev > 0 else 0.0)
@@ -137,6 +147,12 @@ def _suspect(view: _RankView, node: NodeFacts) -> Suspect | None:
         return make(INTRODUCED, out_excess,
                     f"inputs differ by {_pct(view.in_eff[node.entry])}, {node.worst_out} by {_pct(node.out_dev)}: "
                     f"{out_excess:.3g}x the {_pct(floor)} its inputs and {node.dtype or 'dtype'} rounding explain")
+    reduced_excess = node.reduced_dev / floor if floor > 0 else (math.inf if node.reduced_dev > 0 else 0.0)
+    if reduced_excess > EXCESS_REDUCED:
+        return make(INTRODUCED, reduced_excess,
+                    f"inputs differ by {_pct(view.in_eff[node.entry])}, the reduction {node.worst_reduced} by "
+                    f"{_pct(node.reduced_dev)}: {reduced_excess:.3g}x the {_pct(floor)} its inputs and "
+                    f"{node.dtype or 'dtype'} rounding explain")
     return None
 
 
@@ -196,7 +212,7 @@ def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
     for dtype, entry in floor_stats.items():
         entry["why"] = (f"{dtype} rounds to {entry['unit_roundoff']:.3g} (unit roundoff); a call may add "
                         f"{LOCAL:g} of those and amplify its inputs' deviation as calls of its kind typically do")
-    verdict = IDENTICAL if identical else DIVERGENT if suspects else NOISE
+    verdict = DIVERGENT if suspects else IDENTICAL if identical else NOISE
     return Diagnosis(verdict=verdict, suspects=suspects if verdict == DIVERGENT else [],
                      noise_floor=floor_stats, series=series)
 
