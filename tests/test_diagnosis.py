@@ -17,7 +17,7 @@ import pytest
 
 import probe
 from conftest import DATA
-from probe.diagnosis.facts import NodeFacts, RankFacts, op_of, stats_deviation, step_of
+from probe.diagnosis.facts import NodeFacts, RankFacts, benign_argument, op_of, stats_deviation, step_of
 from probe.diagnosis.floor import kind_gains, local_floor, unit_roundoff
 from probe.diagnosis.rank import diagnose_facts, forward_of, sort_key
 from probe.diagnosis.report import Suspect
@@ -246,3 +246,11 @@ def test_noise_within_the_floor_is_not_a_suspect() -> None:
         node.dtype, node.exact = "float16", False
     diagnosis = diagnose_facts([RankFacts(rank=0, step=0, label="rank0", nodes=nodes)])
     assert diagnosis.verdict == "noise" and diagnosis.suspects == []
+
+
+def test_dtype_and_device_arguments_are_not_faults() -> None:
+    assert benign_argument("torch.bfloat16", "torch.float32")
+    assert benign_argument("npu:0", "cuda:0")
+    assert not benign_argument("1.0", "0.5")
+    assert not benign_argument(1.0, 0.5)
+    assert not benign_argument("torch.int64", "torch.float32")

@@ -319,7 +319,7 @@ def node_facts(entry: str, order: int, records: list[RowResult], tensor_mode: bo
         if not tensor or not g_tensor:
             if g_tensor != tensor or [str(v) for v in t.stats] != [str(v) for v in g.stats]:
                 exact = False
-                if state != "output" and not argument:
+                if state != "output" and not argument and not benign_argument(t.stats[0], g.stats[0]):
                     argument = f"{t.name} is {_short(t.stats[0])} instead of {_short(g.stats[0])}"
             continue
         if state != "output" and not argument and t.shape != g.shape:
@@ -368,6 +368,20 @@ def node_facts(entry: str, order: int, records: list[RowResult], tensor_mode: bo
     facts.width, facts.dtype, facts.exact = width, dtype, exact
     facts.reduced_dev, facts.worst_reduced = reduced_dev, worst_reduced
     return facts
+
+
+_DEVICE_WORDS = ("npu", "cuda", "cpu", "gpu", "xla", "mps", "device")
+
+
+def benign_argument(target: Any, golden: Any) -> bool:
+    """Whether two differing non-tensor arguments only restate how the runs differ anyway:
+    float dtypes (``x.to(torch.bfloat16)`` against ``torch.float32``) or devices."""
+    if not isinstance(target, str) or not isinstance(golden, str):
+        return False
+    if dtype_info(target)[1] and dtype_info(golden)[1]:
+        return True
+    low_t, low_g = target.lower(), golden.lower()
+    return any(w in low_t for w in _DEVICE_WORDS) and any(w in low_g for w in _DEVICE_WORDS)
 
 
 def _short(value: Any) -> str:
