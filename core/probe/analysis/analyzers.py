@@ -139,9 +139,10 @@ class AdvisorAnalyzer:
             directory = _directory(request, subdir)
             if directory is not None:
                 path = unique_path(directory, f"advisor_{timestamp()}", ".txt")
-                with atomic_write(path, "w", encoding="utf-8") as handle:
+                report = atomic_write(path, "w", encoding="utf-8")
+                with report as handle:
                     handle.write(advisor_text(advices))
-                written.append(path)
+                written.append(report.path)
             failing = [a for a in advices if not a.ok]
             title = f"advisor ({subdir})" if subdir else "advisor"
             if not failing:

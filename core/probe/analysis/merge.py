@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from probe.errors import InputError
+from probe.cells import safe_row
 from probe.io import atomic_path, prepare_output_dir, timestamp, unique_path
 
 log = logging.getLogger("probe")
@@ -317,10 +318,11 @@ def write_merge(sheets: dict[str, list[list[Any]]], output_dir: Path) -> Path:
     for index, rows in sheets.items():
         sheet = book.create_sheet(_sheet_title(index))
         for row in rows:
-            sheet.append(row)
-    with atomic_path(path) as tmp:
+            sheet.append(safe_row(row))  # openpyxl stores text starting with '=' as a formula
+    out = atomic_path(path)
+    with out as tmp:
         book.save(tmp)
-    return path
+    return out.path
 
 
 def _sheet_title(name: str) -> str:

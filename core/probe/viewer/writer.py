@@ -182,6 +182,7 @@ def write_html(db: Path, output: Path | None = None, step: int | None = None, ra
         output = db.with_name(f"{stem}.html")
     html = render_html(load_payload(db, step, rank))
     output.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_write(output, "w", encoding="utf-8") as handle:
+    out = atomic_write(output, "w", encoding="utf-8")
+    with out as handle:
         handle.write(html)
-    return output
+    return out.path
