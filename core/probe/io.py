@@ -130,6 +130,14 @@ def write_error(exc: BaseException, path: Path) -> InputError:
     return InputError(f"cannot be written ({exc})", path)
 
 
+def os_error(exc: OSError) -> InputError:
+    """A one-line error for an :class:`OSError` that escaped (an unreadable directory, a full disk)."""
+    where = exc.filename if exc.filename is not None else None
+    if no_space(exc):
+        return InputError("no space left on device", where)
+    return InputError(f"cannot be accessed ({exc.strerror or exc})", where)
+
+
 def numbered(path: Path, counter: int) -> Path:
     """``stem_<counter>.suffix`` beside ``path`` (``.vis.db`` counts as one suffix)."""
     name = path.name

@@ -69,7 +69,8 @@ def side_row(item: KernelTensor | None) -> Row:
     """A core :class:`Row` for one side of a kernel pair (an empty one for a missing side)."""
     if item is None:
         return Row("", "", "", "", "", (None,) * 4, NA, None, "")
-    return Row(item.display, item.key, "", item.dtype, item.shape, item.stats, NA, None, item.source)
+    stats = item.stats if len(item.stats) == 4 else (None,) * 4  # no statistics (yet): four blanks
+    return Row(item.display, item.key, "", item.dtype, item.shape, stats, NA, None, item.source)
 
 
 def accuracy(metrics: Sequence[Any]) -> str:
