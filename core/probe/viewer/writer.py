@@ -180,7 +180,14 @@ def write_html(db: Path, output: Path | None = None, step: int | None = None, ra
     if output is None:
         stem = db.name[: -len(".vis.db")] if db.name.endswith(".vis.db") else db.stem
         output = db.with_name(f"{stem}.html")
-    html = render_html(load_payload(db, step, rank))
+    if output.is_dir():
+        raise InputError("is a directory; -o names the HTML file to write", output)
+    try:
+        payload = load_payload(db, step, rank)
+    except (sqlite3.Error, ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError) as exc:
+        detail = str(exc).splitlines()[0][:160] if str(exc) else ""
+        raise InputError(f"is not a valid .vis.db graph file ({type(exc).__name__}: {detail})", db) from None
+    html = render_html(payload)
     output.parent.mkdir(parents=True, exist_ok=True)
     out = atomic_write(output, "w", encoding="utf-8")
     with out as handle:
