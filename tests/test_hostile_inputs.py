@@ -68,33 +68,38 @@ def test_non_string_npu_path_in_compare_json(tmp_path, run_probe):
     one_line(run_probe("compare", "-i", config, "-o", tmp_path / "o"), str(config), "npu_path")
 
 
-@pytest.mark.parametrize("special", ["fifo", "devnull"])
-def test_fifo_or_device_as_dump(tmp_path, special):
+def _special(path: Path, special: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
     if special == "fifo":
-        dump = tmp_path / "t" / "dump.json"
-        dump.parent.mkdir()
-        os.mkfifo(dump)
-        target = dump.parent
-        golden = GOLDEN.parent
+        os.mkfifo(path)
     else:
-        dump = target = Path("/dev/null")
-        golden = GOLDEN
-    # a subprocess with a timeout: opening a FIFO for reading blocks forever
-    run = subprocess.run(PROBE + ["compare", "-tp", str(target), "-gp", str(golden), "-o", str(tmp_path / "o")],
-                         capture_output=True, text=True, timeout=60)
-    assert run.returncode == 2, run.stderr
-    assert "Traceback" not in run.stderr
-    assert str(dump) in run.stderr or str(target) in run.stderr
+        path.symlink_to("/dev/null")
+    return path
 
 
-def test_fifo_dump_json_read_directly(tmp_path):
-    from probe.errors import InputError
-    from probe.jsonio import read_json
+def _run_cli(args: list, timeout: int = 60) -> subprocess.CompletedProcess:
+    """probe in a subprocess with a timeout (opening a FIFO for reading blocks forever)."""
+    return subprocess.run(PROBE + [str(a) for a in args], capture_output=True, text=True, timeout=timeout)
 
-    fifo = tmp_path / "dump.json"
-    os.mkfifo(fifo)
-    with pytest.raises(InputError, match="not a regular file"):
-        read_json(fifo)
+
+@pytest.mark.parametrize("special", ["fifo", "devnull"])
+def test_fifo_or_device_in_a_dump_directory(tmp_path, special):
+    dump = _special(tmp_path / "t" / "dump.json", special)
+    run = _run_cli(["compare", "-tp", dump.parent, "-gp", GOLDEN.parent, "-o", tmp_path / "o"])
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert str(dump.parent) in run.stderr
+
+
+@pytest.mark.parametrize("special", ["fifo", "devnull"])
+@pytest.mark.parametrize("option", ["-dm", "-i"])
+def test_fifo_or_device_as_input_file(tmp_path, special, option):
+    path = _special(tmp_path / ("map.yaml" if option == "-dm" else "compare.json"), special)
+    args = ["compare", "-o", tmp_path / "o", option, path]
+    if option == "-dm":
+        args += ["-tp", GOLDEN, "-gp", GOLDEN]
+    run = _run_cli(args)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert f"{path}: is not a regular file" in run.stderr, run.stderr
 
 
 def _as_nobody() -> list[str]:

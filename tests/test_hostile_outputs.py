@@ -129,6 +129,15 @@ def test_same_second_graph_builds_both_survive(tmp_path):
     assert len(list(out.glob("build_*.vis.db"))) == 3
 
 
+def test_parallel_views_of_one_db_keep_every_page(tmp_path):
+    from probe.graph.service import GraphOptions, run_graph
+
+    db = run_graph(GraphOptions(target=TARGET, output=tmp_path)).db
+    results = _run_many([PROBE + ["view", str(db)]] * 3)
+    assert all(r.returncode == 0 for r in results), [r.stderr for r in results]
+    assert len(list(tmp_path.glob("build_*.html"))) == 3
+
+
 def test_sequential_graph_builds_in_one_second(tmp_path):
     from probe.graph.service import GraphOptions, run_graph
 

@@ -117,7 +117,7 @@ def no_space(exc: BaseException) -> bool:
     if isinstance(exc, OSError):
         return exc.errno in (errno.ENOSPC, errno.EDQUOT)
     if isinstance(exc, sqlite3.Error):
-        return "disk is full" in str(exc) or "disk I/O error" in str(exc)
+        return "disk is full" in str(exc)
     return False
 
 
