@@ -165,6 +165,32 @@ def test_statistic_csv_damaged(tmp_path, run_probe, damage):
     assert str(path) in str(info.value)
 
 
+_STAT_HEADER = ("Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,Max Value,"
+                "Min Value,Avg Value,Count,Negative Zero Count,Positive Zero Count,NaN Count,Negative Inf Count,"
+                "Positive Inf Count,Zero Count,L2Norm Value\n")
+_STAT_ROW = 'Add,Default/Add-op{n},1,0,179524780424157{n},input,0,16,float32,"(2,2)",{max},0.0,0.5,4,0,0,0,0,0,0,1.2\n'
+
+
+@pytest.mark.parametrize("damage,fragment", [
+    (_STAT_ROW.format(n=1, max="\udcff").encode("utf-8", "surrogateescape"), "not UTF-8"),
+    (_STAT_ROW.format(n=1, max="x" * (200 << 10)).encode(), "field larger"),
+])
+def test_statistic_csv_damaged_end_to_end(tmp_path, run_probe, damage, fragment):
+    pytest.importorskip("probe_mindspore", reason="the MindSpore plugin is not installed")
+    sides = {}
+    for side in ("t", "g"):
+        directory = tmp_path / side / "rank_0" / "Net" / "0" / "0"
+        directory.mkdir(parents=True)
+        (directory / "statistic.csv").write_bytes((_STAT_HEADER + _STAT_ROW.format(n=0, max="1.0")).encode())
+        sides[side] = directory / "statistic.csv"
+    ok = run_probe("compare", "-tp", tmp_path / "t", "-gp", tmp_path / "g", "-o", tmp_path / "ok")
+    assert ok.code == 0, ok.err  # the undamaged pair compares
+    with open(sides["t"], "ab") as handle:
+        handle.write(damage)
+    result = run_probe("compare", "-tp", tmp_path / "t", "-gp", tmp_path / "g", "-o", tmp_path / "o")
+    one_line(result, str(sides["t"]), fragment)
+
+
 def _graph_db(tmp_path: Path, run_probe) -> Path:
     out = tmp_path / "g"
     result = run_probe("graph", "-tp", STAT / "target/step0/rank0", "-gp", STAT / "golden/step0/rank0", "-o", out)

@@ -106,7 +106,7 @@ def csv_rows(path: Path, field_limit: int = CSV_FIELD_BYTES, what: str = "CSV fi
         try:
             yield from reader
         except UnicodeDecodeError:
-            raise InputError(f"is not UTF-8 text (near line {reader.line_num + 1})", path) from None
+            raise InputError("is not UTF-8 text", path) from None
         except csv.Error as exc:
             raise InputError(f"is not valid CSV (line {reader.line_num}: {exc})", path) from None
         except OSError as exc:
