@@ -21,6 +21,10 @@ GRAPH_EPILOG = """examples:
 VIEW_EPILOG = """examples:
   probe view out/compare_20260101120000.vis.db                     # -> out/compare_20260101120000.html
   probe view out/build_20260101120000.vis.db --step 1 --rank 3 -o rank3.html
+  probe view out/compare_20260101120000.vis.db --diagnosis out/diagnosis_20260101120000.json
+
+Every step and rank of the db is in the page (a selector switches between them); a compare shows
+the "error along the network" chart above the graphs, with the suspects of --diagnosis.
 """
 
 
@@ -129,15 +133,18 @@ def add_view_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``probe view``."""
     parser.add_argument("db", metavar="VIS_DB", help="a build_*.vis.db or compare_*.vis.db")
     parser.add_argument("-o", "--output", metavar="HTML", help="output file (default: next to the db, .html)")
-    parser.add_argument("--step", type=int, default=None, help="step to show (default: the first)")
-    parser.add_argument("--rank", type=int, default=None, help="rank to show (default: the first)")
+    parser.add_argument("--step", type=int, default=None, help="only this step (default: every step)")
+    parser.add_argument("--rank", type=int, default=None, help="only this rank (default: every rank)")
+    parser.add_argument("--diagnosis", metavar="JSON",
+                        help="a diagnosis_*.json (probe diagnose): its suspects and error chart go into the page")
 
 
 def run_view_command(args: argparse.Namespace, host) -> int:
     """Run ``view``: write the self-contained HTML viewer of a .vis.db."""
     from probe.viewer.writer import write_html
 
-    out = write_html(Path(args.db), Path(args.output) if args.output else None, step=args.step, rank=args.rank)
+    out = write_html(Path(args.db), Path(args.output) if args.output else None, step=args.step, rank=args.rank,
+                     diagnosis=Path(args.diagnosis) if args.diagnosis else None)
     print(f"viewer written: {out}")
     return 0
 
