@@ -61,8 +61,8 @@ def key_error(items: Mapping[str, Any]) -> float | None:
         if value is None:
             continue
         value = abs(value)
-        if worst is None or not (value <= worst):  # NaN wins: it is the worst
-            worst = value
+        if worst is None or math.isnan(value) or (not math.isnan(worst) and value > worst):
+            worst = value  # NaN wins: it is the worst
     return worst
 
 
@@ -203,7 +203,7 @@ def render_diagnosis_html(diagnosis: Any, title: str = "probe diagnosis") -> str
     from probe.viewer.page import render_page
 
     return render_page(
-        "diagnosis.html", title, scripts=("chart.js", "diagnosis.js"), styles=("chart.css", "diagnosis.css"),
+        "diagnosis.html", title, scripts=("common.js", "chart.js", "diagnosis.js"), styles=("chart.css", "diagnosis.css"),
         blobs={"chart-data": chart_data(_as_dict(diagnosis))},
     )
 
@@ -280,7 +280,8 @@ def write_png(diagnosis: Any, output: Path, width: float = 12.0, height: float =
     ax.set_title(headline, fontsize=10, loc="left")
     ax.grid(True, which="major", axis="y", color="#ddd", lw=0.6)
     if data["series"]:
-        ax.legend(loc="upper left", fontsize=8, framealpha=0.85)
+        ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=min(len(data["series"]) + 1, 6), fontsize=8,
+                  frameon=False)
     fig.tight_layout()
     output = Path(output)
     with atomic_path(output) as tmp:
