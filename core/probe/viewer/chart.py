@@ -46,6 +46,10 @@ def _number(value: Any) -> float | None:
         return None
 
 
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
 def key_error(items: Mapping[str, Any]) -> float | None:
     """The key error of one op from its output items: ``1 - Cosine`` in tensor mode, else the
     relative norm error (statistics); the largest over the outputs; None when nothing was compared."""
@@ -142,7 +146,7 @@ def _series(entry: Mapping[str, Any], suspects: Sequence[Mapping[str, Any]], buc
         "total": len(points),
         "order": [orders[i] for i in chosen],
         "error": [None if errors[i] is None or nonfinite[i] else errors[i] for i in chosen],
-        "floor": [_number(points[i].get("floor")) for i in chosen],
+        "floor": [_finite(_number(points[i].get("floor"))) for i in chosen],
         "suspect": [marks[i] for i in chosen],
         "node": [str(points[i].get("node", "")) for i in chosen],
         "module": [str(points[i].get("module") or "") for i in chosen],
@@ -162,7 +166,7 @@ def chart_data(diagnosis: Mapping[str, Any], buckets: int = DRAW_BUCKETS, metric
     series = diagnosis.get("series") or []
     if not isinstance(series, list):
         raise InputError("diagnosis 'series' is not a list")
-    return {
+    data = {
         "verdict": str(diagnosis.get("verdict") or ""),
         "metric": metric or str(diagnosis.get("metric") or "key error (1 - cosine or relative norm error)"),
         "suspects": [
@@ -172,6 +176,13 @@ def chart_data(diagnosis: Mapping[str, Any], buckets: int = DRAW_BUCKETS, metric
         ],
         "series": [_series(entry, suspects, buckets) for entry in series if isinstance(entry, Mapping)],
     }
+    data["primary"] = primary(data)
+    return data
+
+
+def primary(data: Mapping[str, Any]) -> int:
+    """The series whose noise floor and module bands are drawn: the one of suspect 1, else the first."""
+    return next((k for k, s in enumerate(data["series"]) if 1 in s["suspect"]), 0)
 
 
 def load_diagnosis(path: Path) -> dict[str, Any]:
@@ -241,7 +252,7 @@ def write_png(diagnosis: Any, output: Path, width: float = 12.0, height: float =
     values = [e for s in data["series"] for e in s["error"] + s["floor"] if e is not None and e > 0]
     bottom = max(min(values) / 3, 1e-12) if values else 1e-8
     top = max(values) * 3 if values else 1.0
-    first = data["series"][0] if data["series"] else None
+    first = data["series"][data["primary"]] if data["series"] else None
     if first:
         for k, (lo, hi, _module) in enumerate(first["runs"]):
             if k % 2 == 0:
@@ -255,7 +266,7 @@ def write_png(diagnosis: Any, output: Path, width: float = 12.0, height: float =
         xs = [o for o, e in zip(series["order"], series["error"]) if e is not None]
         ys = [max(e, bottom) for e in series["error"] if e is not None]
         floors = [(o, f) for o, f in zip(series["order"], series["floor"]) if f is not None and f > 0]
-        if floors and k == 0:
+        if floors and k == data["primary"]:
             fx, fy = zip(*floors)
             ax.fill_between(fx, bottom, fy, step="mid", color="#2da44e", alpha=0.15, lw=0, label="noise floor", zorder=1)
         ax.plot(xs, ys, color=color, lw=1.0, label=series["label"], zorder=2)
@@ -287,3 +298,28 @@ def write_png(diagnosis: Any, output: Path, width: float = 12.0, height: float =
     with atomic_path(output) as tmp:
         fig.savefig(tmp, format="png")
     return output
+
+
+def write_diagnosis_files(diagnosis: Any, json_path: Path, html: bool = False, png: bool = False,
+                          title: str | None = None) -> list[Path]:
+    """The page (``--html``) and picture (``--png``) of a written ``diagnosis_{ts}.json``, beside it
+    with the same stem (never replacing a file)."""
+    from probe.io import unique_path
+
+    json_path = Path(json_path)
+    stem = json_path.name[: -len(".json")] if json_path.name.endswith(".json") else json_path.name
+    written = []
+    if html:
+        page = unique_path(json_path.parent, stem, ".html")
+        written.append(write_diagnosis_html(diagnosis, page, title or f"probe diagnosis - {stem}"))
+    if png:
+        written.append(write_png(diagnosis, unique_path(json_path.parent, stem, ".png")))
+    return written
+
+
+def require_png() -> None:
+    """One-line error, before any work, when ``--png`` cannot be honoured (matplotlib missing)."""
+    from importlib.util import find_spec
+
+    if find_spec("matplotlib") is None:
+        raise InputError("--png needs matplotlib (pip install 'probe[png]' or pip install matplotlib)")

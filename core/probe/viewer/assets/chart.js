@@ -58,7 +58,8 @@ const ProbeChart = (function () {
       const X = (o) => left + ((o - xmin) / (xmax - xmin)) * (right - left);
       const Y = (v) => (v === null || !(v > 0) ? bottom : bottom - ((Math.log10(v) - lo) / (hi - lo)) * (bottom - top));
       root.dataset.left = left; root.dataset.right = right; root.dataset.orderMin = xmin; root.dataset.orderMax = xmax;
-      const [first] = vis[0];
+      // floor and module bands of one series: the one of suspect 1 when shown, else the first shown
+      const [first] = vis.find(([, k]) => k === data.primary) || vis[0];
       // module bands
       const bands = svgEl("g", { class: "bands" }, root);
       first.runs.forEach(([a, b, mod], k) => {
@@ -88,8 +89,8 @@ const ProbeChart = (function () {
         svgEl("text", { x, y: H - 10, "text-anchor": k === 0 ? "start" : k === 5 ? "end" : "middle", class: "axis" }, root).textContent = String(Math.round(o));
       }
       svgEl("text", { x: (left + right) / 2, y: H - 1, "text-anchor": "middle", class: "axis" }, root).textContent = "op order (forward, then backward)";
-      // noise floor band (of each visible series), then the error lines
-      for (const [s] of vis) {
+      // noise floor band, then the error lines
+      for (const s of [first]) {
         let d = "", open = false, lastX = 0;
         s.order.forEach((o, i) => {
           const f = s.floor[i];
@@ -123,7 +124,7 @@ const ProbeChart = (function () {
         const rect = root.getBoundingClientRect();
         const o = xmin + ((ev.clientX - rect.left - left) / (right - left)) * (xmax - xmin);
         const i = nearest(first, o);
-        return i < 0 ? null : [vis[0][1], i];
+        return i < 0 ? null : [data.series.indexOf(first), i];
       };
       hit.onmousemove = (ev) => {
         const p = pick(ev);
@@ -132,14 +133,13 @@ const ProbeChart = (function () {
         const x = X(s.order[i]);
         cross.setAttribute("x1", x); cross.setAttribute("x2", x); cross.setAttribute("visibility", "visible");
         tip.hidden = false;
-        tip.textContent = "";
-        tip.append(
+        tip.replaceChildren(...[
           el("b", { text: s.node[i] }),
           el("div", { text: `#${Math.round(s.order[i])} ${s.backward[i] ? "backward" : "forward"} · ${s.label}` }),
           el("div", { text: `error ${s.nonfinite[i] ? "NaN/inf" : fmt(s.error[i])} · floor ${fmt(s.floor[i])}` }),
           s.module[i] ? el("div", { text: s.module[i] }) : null,
           s.suspect[i] ? el("div", { className: "tip-suspect", text: `suspect ${s.suspect[i]}` }) : null,
-        );
+        ].filter(Boolean));
         const bx = box.getBoundingClientRect();
         tip.style.left = Math.min(x + 12, bx.width - 320) + "px";
         tip.style.top = "28px";

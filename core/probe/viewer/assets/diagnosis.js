@@ -12,13 +12,13 @@
       const suspect = number || s.suspect[i];
       const info = suspect ? data.suspects[suspect - 1] : null;
       const row = (name, value) => el("tr", null, el("td", { text: name }), el("td", { text: value }));
-      point.replaceChildren(
+      point.replaceChildren(...[
         el("h3", { id: "details-name", text: s.node[i] }),
         info ? el("div", { className: "suspect-note", text: `suspect ${suspect} (${info.kind}): ${info.evidence}` }) : null,
         el("table", null,
           row("series", s.label), row("op order", String(s.order[i])), row("direction", s.backward[i] ? "backward" : "forward"),
           row("error", s.nonfinite[i] ? "NaN/inf" : ProbeChart.fmt(s.error[i])), row("noise floor", ProbeChart.fmt(s.floor[i])),
-          row("module", s.module[i] || "-")));
+          row("module", s.module[i] || "-"))].filter(Boolean));
       for (const li of document.querySelectorAll("#suspect-list li")) li.classList.toggle("active", +li.dataset.suspect === suspect);
     }
     ProbeChart.render(document.getElementById("chart-host"), data, { onPick: (k, i) => show(k, i, 0) });
