@@ -30,12 +30,13 @@ STAT_METRICS = ("NormRelativeErr", "MaxRelativeErr")
 
 def _number(value: Any) -> float | None:
     """A float from a number or a report cell (``"0.12%"`` is 0.0012); None when not a number."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
+    kind = type(value)
+    if kind is float:
+        return value
+    if kind is int:
         return float(value)
-    if not isinstance(value, str):
-        return None
+    if kind is not str:
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
     text = value.strip()
     scale = 1.0
     if text.endswith("%"):
@@ -91,27 +92,35 @@ def downsample(errors: Sequence[float | None], keep: Iterable[int] = (), buckets
     return sorted(i for i in chosen if 0 <= i < n)
 
 
-def _runs(orders: Sequence[float], modules: Sequence[str | None]) -> tuple[list[list], list[str]]:
+def _runs(orders: Sequence[float], modules: Sequence[Any]) -> tuple[list[list], list[str]]:
     """Bands of consecutive ops of one module ([first order, last order, module index]), coarsened
     to shorter module prefixes until there are at most ``MAX_RUNS``."""
-    for depth in (None, 6, 5, 4, 3, 2):
-        names: list[str] = []
-        index: dict[str, int] = {}
-        runs: list[list] = []
-        for order, module in zip(orders, modules):
-            if not module:
-                continue
-            if depth is not None:
-                module = ".".join(module.split(".")[:depth])
-            if runs and names[runs[-1][2]] == module:
-                runs[-1][1] = order
-                continue
-            if module not in index:
-                index[module] = len(names)
-                names.append(module)
-            runs.append([order, order, index[module]])
+    runs: list[list] = []  # [first, last, name]
+    for order, module in zip(orders, modules):
+        if not module or type(module) is not str:
+            continue
+        if runs and runs[-1][2] == module:
+            runs[-1][1] = order
+        else:
+            runs.append([order, order, module])
+    for depth in (6, 5, 4, 3, 2):
         if len(runs) <= MAX_RUNS:
             break
+        merged: list[list] = []
+        for first, last, name in runs:
+            name = ".".join(name.split(".")[:depth])
+            if merged and merged[-1][2] == name:
+                merged[-1][1] = last
+            else:
+                merged.append([first, last, name])
+        runs = merged
+    names: list[str] = []
+    index: dict[str, int] = {}
+    for run in runs:
+        if run[2] not in index:
+            index[run[2]] = len(names)
+            names.append(run[2])
+        run[2] = index[run[2]]
     return runs, names
 
 
@@ -119,40 +128,41 @@ def _series(entry: Mapping[str, Any], suspects: Sequence[Mapping[str, Any]], buc
     points = entry.get("points") or []
     if not isinstance(points, list):
         raise InputError("diagnosis series 'points' is not a list")
-    points = sorted((p for p in points if isinstance(p, Mapping)), key=lambda p: _number(p.get("order")) or 0.0)
-    raw = [p.get("error") for p in points]
-    errors = [_number(e) for e in raw]
-    nonfinite = [int(e is not None and not math.isfinite(e)) for e in errors]
-    errors = [e if e is None or math.isfinite(e) else math.inf for e in errors]
-    numbered = {}
+    points = [p for p in points if type(p) is dict or isinstance(p, Mapping)]
+    orders = [_number(p.get("order")) or 0.0 for p in points]
+    if any(a > b for a, b in zip(orders, orders[1:])):
+        ranked = sorted(range(len(points)), key=orders.__getitem__)
+        points, orders = [points[i] for i in ranked], [orders[i] for i in ranked]
+    errors = [_number(p.get("error")) for p in points]
+    errors = [e if e is None or math.isfinite(e) else math.inf for e in errors]  # NaN/inf: drawn on top
     rank, step = entry.get("rank"), entry.get("step")
+    numbered: dict[str, int] = {}
     for k, suspect in enumerate(suspects, 1):
         if suspect.get("rank", rank) == rank and suspect.get("step", step) == step:
             numbered.setdefault(str(suspect.get("node")), k)
-    marks = []
+    marks = {}
     for i, p in enumerate(points):
         mark = p.get("suspect")
-        if not isinstance(mark, int) or isinstance(mark, bool):
-            mark = numbered.get(str(p.get("node")), 0)
-        marks.append(mark)
-    keep = [i for i, mark in enumerate(marks) if mark] + [i for i, bad in enumerate(nonfinite) if bad]
-    chosen = downsample(errors, keep, buckets)
-    orders = [_number(p.get("order")) or 0.0 for p in points]
-    runs, module_names = _runs(orders, [p.get("module") if isinstance(p.get("module"), str) else None for p in points])
+        if type(mark) is not int:
+            mark = numbered.get(p.get("node"), 0) if numbered else 0
+        if mark:
+            marks[i] = mark
+    chosen = downsample(errors, marks, buckets)
+    runs, module_names = _runs(orders, [p.get("module") for p in points])
+    picked = [points[i] for i in chosen]
     return {
         "label": str(entry.get("label") or f"step{step}/rank{rank}"),
         "rank": rank if isinstance(rank, int) else 0,
         "step": step if isinstance(step, int) else 0,
         "total": len(points),
         "order": [orders[i] for i in chosen],
-        "error": [None if errors[i] is None or nonfinite[i] else errors[i] for i in chosen],
-        "floor": [_finite(_number(points[i].get("floor"))) for i in chosen],
-        "suspect": [marks[i] for i in chosen],
-        "node": [str(points[i].get("node", "")) for i in chosen],
-        "module": [str(points[i].get("module") or "") for i in chosen],
-        "backward": [int(points[i].get("direction") == "backward" or ".backward" in str(points[i].get("node", "")))
-                     for i in chosen],
-        "nonfinite": [nonfinite[i] for i in chosen],
+        "error": [None if errors[i] == math.inf else errors[i] for i in chosen],
+        "floor": [_finite(_number(p.get("floor"))) for p in picked],
+        "suspect": [marks.get(i, 0) for i in chosen],
+        "node": [str(p.get("node", "")) for p in picked],
+        "module": [str(p.get("module") or "") for p in picked],
+        "backward": [int(p.get("direction") == "backward" or ".backward" in str(p.get("node", ""))) for p in picked],
+        "nonfinite": [int(errors[i] == math.inf) for i in chosen],
         "runs": runs,
         "runNames": module_names,
     }
@@ -208,22 +218,22 @@ def _as_dict(diagnosis: Any) -> Mapping[str, Any]:
 # ------------------------------------------------------------------ standalone page
 
 
-def render_diagnosis_html(diagnosis: Any, title: str = "probe diagnosis") -> str:
+def render_diagnosis_html(diagnosis: Any, title: str = "probe diagnosis", data: dict | None = None) -> str:
     """One self-contained page (inline data, script and style; no network) with the chart and the
-    suspect list of a diagnosis."""
+    suspect list of a diagnosis (``data``: its chart data when already made)."""
     from probe.viewer.page import render_page
 
     return render_page(
         "diagnosis.html", title, scripts=("common.js", "chart.js", "diagnosis.js"), styles=("chart.css", "diagnosis.css"),
-        blobs={"chart-data": chart_data(_as_dict(diagnosis))},
+        blobs={"chart-data": data or chart_data(_as_dict(diagnosis))},
     )
 
 
-def write_diagnosis_html(diagnosis: Any, output: Path, title: str = "probe diagnosis") -> Path:
+def write_diagnosis_html(diagnosis: Any, output: Path, title: str = "probe diagnosis", data: dict | None = None) -> Path:
     """Write the diagnosis page atomically to ``output``."""
     from probe.io import atomic_write
 
-    html = render_diagnosis_html(diagnosis, title)
+    html = render_diagnosis_html(diagnosis, title, data)
     with atomic_write(Path(output), "w", encoding="utf-8") as handle:
         handle.write(html)
     return Path(output)
@@ -235,7 +245,8 @@ def write_diagnosis_html(diagnosis: Any, output: Path, title: str = "probe diagn
 PALETTE = ("#1f6feb", "#8250df", "#1a7f37", "#bf8700", "#cf222e", "#0a7f8f", "#6e7781", "#e16f24")
 
 
-def write_png(diagnosis: Any, output: Path, width: float = 12.0, height: float = 4.2, dpi: int = 100) -> Path:
+def write_png(diagnosis: Any, output: Path, width: float = 12.0, height: float = 4.2, dpi: int = 100,
+              data: dict | None = None) -> Path:
     """A static PNG of the chart (needs matplotlib: ``pip install 'probe[png]'``), written atomically."""
     try:
         import matplotlib
@@ -246,7 +257,7 @@ def write_png(diagnosis: Any, output: Path, width: float = 12.0, height: float =
 
     from probe.io import atomic_path
 
-    data = chart_data(_as_dict(diagnosis))
+    data = data or chart_data(_as_dict(diagnosis))
     fig = Figure(figsize=(width, height), dpi=dpi)
     ax = fig.add_subplot(1, 1, 1)
     values = [e for s in data["series"] for e in s["error"] + s["floor"] if e is not None and e > 0]
@@ -309,11 +320,12 @@ def write_diagnosis_files(diagnosis: Any, json_path: Path, html: bool = False, p
     json_path = Path(json_path)
     stem = json_path.name[: -len(".json")] if json_path.name.endswith(".json") else json_path.name
     written = []
+    data = chart_data(_as_dict(diagnosis))
     if html:
         page = unique_path(json_path.parent, stem, ".html")
-        written.append(write_diagnosis_html(diagnosis, page, title or f"probe diagnosis - {stem}"))
+        written.append(write_diagnosis_html(diagnosis, page, title or f"probe diagnosis - {stem}", data))
     if png:
-        written.append(write_png(diagnosis, unique_path(json_path.parent, stem, ".png")))
+        written.append(write_png(diagnosis, unique_path(json_path.parent, stem, ".png"), data=data))
     return written
 
 
