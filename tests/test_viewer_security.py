@@ -142,3 +142,35 @@ def test_policy_blocks_injected_markup(browser, tmp_path):
 
 
 pytestmark = pytest.mark.browser
+
+
+def test_crafted_diagnosis_runs_nothing(browser, tmp_path, run_probe):
+    """A diagnosis JSON is passed around too: its names and evidence reach the chart and lists as text."""
+    from selenium.webdriver.common.by import By
+
+    result = run(tmp_path, "stat_target", "stat_golden")
+    evil = " ".join(_payloads("diagnosis"))
+    points = [{"node": NODE if i == 3 else f"{evil}.{i}", "order": i, "error": 10.0 ** -i, "floor": 1e-3,
+               "module": evil, "direction": "forward", "suspect": 1 if i == 3 else None} for i in range(6)]
+    doc = {"verdict": evil, "noise_floor": {},
+           "suspects": [{"node": NODE, "rank": 0, "step": 0, "kind": evil, "score": 1.5, "evidence": evil}],
+           "series": [{"rank": 0, "step": 0, "label": evil, "points": points},
+                      {"rank": 0, "step": 0, "label": "second", "points": points}]}
+    path = tmp_path / "diagnosis_1.json"
+    path.write_text(json.dumps(doc))
+    page = tmp_path / "page.html"
+    assert run_probe("view", result.db, "-o", page, "--diagnosis", path).code == 0
+    open_page(browser, page)
+    title = browser.title
+    browser.find_element(By.CSS_SELECTOR, "#suspect-list li").click()
+    wait(browser, lambda d: d.find_elements(By.ID, "details-note"))
+    assert "concat(['diagnosis'])" in browser.find_element(By.ID, "details-note").text
+    assert "concat(['diagnosis'])" in browser.find_element(By.ID, "chart-series").text
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    hit = browser.find_element(By.CSS_SELECTOR, "#error-chart rect.hit")
+    ActionChains(browser).move_to_element_with_offset(hit, -hit.size["width"] // 2 + 2, 0).perform()
+    wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, ".chart-tip").is_displayed())
+    assert "concat(['diagnosis'])" in browser.find_element(By.CSS_SELECTOR, ".chart-tip").text
+    assert browser.execute_script("return window.__pwned || null") is None and browser.title == title
+    assert browser.execute_script("return document.querySelectorAll('img, iframe').length") == 0
