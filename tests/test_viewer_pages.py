@@ -98,3 +98,40 @@ def test_filters_are_labelled_and_collapsed_nodes_show_the_worst_inside(browser,
         checked += 1
     browser.save_screenshot(str(tmp_path / "worst-inside.png"))
     assert checked > 3 and hidden >= 1  # a pass (or unmatched) parent holds an error child here
+
+
+def test_large_db_one_page_per_graph_linked(browser, tmp_path, monkeypatch):
+    """Above the size limit each step/rank gets its own page; the selector and the chart link them."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    import probe
+    from probe.viewer import writer
+
+    result = run(tmp_path, str(LR_STEP1 / "target"), str(LR_STEP1 / "golden"))
+    diagnosis = probe.diagnose(LR_STEP1 / "target", LR_STEP1 / "golden")
+    monkeypatch.setattr(writer, "SPLIT_BYTES", 1)
+    page = writer.write_html(result.db, tmp_path / "view.html", diagnosis=diagnosis)
+    pages = sorted(p.name for p in tmp_path.glob("view*.html"))
+    assert pages == ["view.html", "view_step1_rank0.html"]
+    step0, step1 = page.read_text(), (tmp_path / "view_step1_rank0.html").read_text()
+    assert 'id="graph-0"' in step0 and 'id="graph-1"' not in step0
+    assert 'id="graph-1"' in step1 and 'id="graph-0"' not in step1
+    open_page(browser, page)
+    assert "step 0, rank 0" in browser.find_element(By.ID, "title").text
+    # suspect 1 is in step 1: its marker opens the other page at that node
+    first = diagnosis.suspects[0]
+    assert first.step == 1
+    browser.find_element(By.CSS_SELECTOR, "#suspect-list li").click()
+    wait(browser, lambda d: d.current_url.split("#")[0].endswith("view_step1_rank0.html"))
+    open_page_ready = lambda d: d.execute_script("return document.body.dataset.ready") == "1"  # noqa: E731
+    wait(browser, open_page_ready)
+    wait(browser, lambda d: d.find_elements(By.ID, "details-name"))
+    assert browser.find_element(By.ID, "details-name").text == first.node
+    assert first.evidence in browser.find_element(By.ID, "details-note").text
+    assert browser.find_elements(By.CSS_SELECTOR, f'#pane-NPU .row.selected[data-name="{first.node}"]')
+    # and back with the selector
+    Select(browser.find_element(By.ID, "graph-select")).select_by_index(0)
+    wait(browser, lambda d: d.current_url.endswith("/view.html"))
+    wait(browser, open_page_ready)
+    assert "step 0, rank 0" in browser.find_element(By.ID, "title").text

@@ -26,9 +26,13 @@ def asset(name: str) -> str:
     return resources.files("probe.viewer").joinpath("assets", name).read_text(encoding="utf-8")
 
 
-def encode(data: Any) -> str:
+class Encoded(str):
+    """A data block already encoded by :func:`encode` (a page holds it as it is)."""
+
+
+def encode(data: Any) -> Encoded:
     """``data`` as base64 of gzip-compressed JSON (what the pages embed)."""
-    return base64.b64encode(gzip.compress(orjson.dumps(data), compresslevel=6, mtime=0)).decode("ascii")
+    return Encoded(base64.b64encode(gzip.compress(orjson.dumps(data), compresslevel=6, mtime=0)).decode("ascii"))
 
 
 def _hash(text: str) -> str:
@@ -53,7 +57,7 @@ def render_page(template: str, title: str, scripts: Iterable[str], styles: Itera
         raise ValueError("an asset closes its own tag")
     blocks = "\n".join(
         f'<script id="{html.escape(key)}" type="application/octet-stream" data-encoding="gzip+base64">'
-        f"{encode(value)}</script>"
+        f"{value if isinstance(value, Encoded) else encode(value)}</script>"
         for key, value in blobs.items()
     )
     # the hashed text must be exactly the element's text: the template wraps the slots in newlines

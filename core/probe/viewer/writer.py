@@ -27,6 +27,9 @@ from probe.io import atomic_write
 from probe.viewer.chart import chart_data, key_error, load_diagnosis
 from probe.viewer.page import encode, render_page
 
+#: above this much embedded graph data, each (step, rank) gets its own page (the selector links them)
+SPLIT_BYTES = 64 * 1024 * 1024
+
 SIDES = ("NPU", "Bench")
 _NUMBER = re.compile(r"^-?(\d|inf|nan)", re.IGNORECASE)
 
@@ -189,19 +192,21 @@ def graph_keys(db: Path, step: int | None = None, rank: int | None = None) -> li
 
 def load_page(db: Path, step: int | None = None, rank: int | None = None,
               diagnosis: Mapping[str, Any] | Path | None = None) -> dict[str, Any]:
-    """The data blocks of the viewer page: ``page-meta``, ``graph-<k>`` per (step, rank) and, for a
-    compare (or with a diagnosis), ``chart-data``."""
+    """The data blocks of the viewer page: ``page-meta``, ``graph-<k>`` per (step, rank) (encoded as
+    soon as read: only the compressed text of each graph stays in memory) and, for a compare (or
+    with a diagnosis), ``chart-data``."""
     db = Path(db)
     if diagnosis is not None and not isinstance(diagnosis, Mapping):
         diagnosis = load_diagnosis(Path(diagnosis)) if isinstance(diagnosis, (str, Path)) else diagnosis.to_dict()
     blobs: dict[str, Any] = {}
     graphs, series = [], []
+    meta: dict[str, Any] = {}
     for k, (s, r) in enumerate(graph_keys(db, step, rank)):
         payload = load_payload(db, s, r)
         series.append(payload.pop("series"))
-        blobs[f"graph-{k}"] = payload
+        meta = meta or dict(payload["meta"])
+        blobs[f"graph-{k}"] = encode(payload)
         graphs.append({"step": s, "rank": r})
-    meta = dict(blobs["graph-0"]["meta"])
     blobs = {"page-meta": {"meta": meta, "graphs": graphs}, **blobs}
     if diagnosis is not None and diagnosis.get("series"):
         blobs["chart-data"] = chart_data(diagnosis)
@@ -211,11 +216,6 @@ def load_page(db: Path, step: int | None = None, rank: int | None = None,
         if doc["series"] or doc["suspects"]:
             blobs["chart-data"] = chart_data(doc, metric="1 - cosine / relative norm error of the outputs")
     return blobs
-
-
-def encode_payload(payload: dict[str, Any]) -> str:
-    """The payload as base64 of gzip-compressed JSON (what the page embeds)."""
-    return encode(payload)
 
 
 def render_html(blobs: dict[str, Any]) -> str:
@@ -228,13 +228,34 @@ def render_html(blobs: dict[str, Any]) -> str:
 def write_html(db: Path, output: Path | None = None, step: int | None = None, rank: int | None = None,
                diagnosis: Mapping[str, Any] | Path | None = None) -> Path:
     """Write the viewer of ``db`` (default: ``<db without .vis.db>.html`` beside it) atomically: every
-    (step, rank) graph unless ``step``/``rank`` pick some, with the chart of ``diagnosis`` if given."""
+    (step, rank) graph unless ``step``/``rank`` pick some, with the chart of ``diagnosis`` if given.
+
+    When the graphs hold more than ``SPLIT_BYTES`` of data, the first one goes to ``output`` and
+    each other one to ``<output stem>_step<S>_rank<R>.html`` beside it; the pages link each other.
+    Returns ``output``."""
     db = Path(db)
     if output is None:
         stem = db.name[: -len(".vis.db")] if db.name.endswith(".vis.db") else db.stem
         output = db.with_name(f"{stem}.html")
-    html = render_html(load_page(db, step, rank, diagnosis))
+    output = Path(output)
+    blobs = load_page(db, step, rank, diagnosis)
+    graphs = blobs["page-meta"]["graphs"]
+    sizes = sum(len(v) for k, v in blobs.items() if k.startswith("graph-"))
     output.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_write(output, "w", encoding="utf-8") as handle:
-        handle.write(html)
+    if len(graphs) < 2 or sizes <= SPLIT_BYTES:
+        pages = {output: blobs}
+    else:
+        stem = output.name[: -len(".html")] if output.name.endswith(".html") else output.name
+        paths = [output] + [output.with_name(f"{stem}_step{g['step']}_rank{g['rank']}.html") for g in graphs[1:]]
+        names = [path.name for path in paths]
+        pages = {}
+        for k, path in enumerate(paths):
+            meta = {**blobs["page-meta"], "pages": names, "current": k}
+            page = {"page-meta": meta, f"graph-{k}": blobs[f"graph-{k}"]}
+            if "chart-data" in blobs:
+                page["chart-data"] = blobs["chart-data"]
+            pages[path] = page
+    for path, page in pages.items():
+        with atomic_write(path, "w", encoding="utf-8") as handle:
+            handle.write(render_html(page))
     return output

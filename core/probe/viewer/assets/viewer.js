@@ -13,14 +13,23 @@
     document.getElementById("graph-picker").hidden = graphs.length < 2;
     select.onchange = () => showGraph(+select.value);
     if (CHART && CHART.series.length) setupChart();
-    await showGraph(0);
+    const v = await showGraph(PAGE_META.current || 0);
+    // arrived from another page of the same db to open a node (see jump)
+    if (location.hash.startsWith("#open=")) {
+      try { const t = JSON.parse(decodeURIComponent(location.hash.slice(6))); v.jump(String(t.node), t.note ? String(t.note) : null); } catch (e) { /* not ours */ }
+    }
   }
   boot().catch(fail);
 
   // graph k of the page (the one of (step, rank)), or -1
   function graphOf(step, rank) { return PAGE_META.graphs.findIndex((g) => g.step === step && g.rank === rank); }
-  async function showGraph(k) {
+  // graph k: decoded from this page, or (a db split into one page per graph) the page that has it
+  async function showGraph(k, open) {
     if (k === current) return view;
+    if (PAGE_META.pages && k !== (PAGE_META.current || 0)) {
+      location.href = encodeURIComponent(PAGE_META.pages[k]) + (open ? "#open=" + encodeURIComponent(JSON.stringify(open)) : "");
+      return null;
+    }
     document.body.dataset.ready = "0";
     const data = await loadBlob("graph-" + k);
     current = k;
@@ -33,8 +42,8 @@
   async function jump(node, step, rank, note) {
     const k = graphOf(step, rank);
     if (k < 0) { document.getElementById("results-title").textContent = `step ${step}, rank ${rank} is not in this page`; return; }
-    const v = await showGraph(k);
-    v.jump(node, note);
+    const v = await showGraph(k, { node, note });
+    if (v) v.jump(node, note);
   }
   function setupChart() {
     document.getElementById("chart-panel").hidden = false;
