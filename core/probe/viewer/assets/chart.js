@@ -35,10 +35,14 @@ const ProbeChart = (function () {
       toggles.append(el("label", null, box, swatch, s.label));
     });
     if (data.series.length > 1) controls.append(toggles);
+    const fold = el("button", { type: "button", id: "chart-fold", text: "Hide chart" });
+    fold.onclick = () => { box.hidden = !box.hidden; tip.hidden = true; fold.textContent = box.hidden ? "Show chart" : "Hide chart"; if (!box.hidden) draw(); };
+    controls.append(fold);
     host.replaceChildren(controls, box, tip);
 
     function draw() {
-      const W = Math.max(box.clientWidth || 900, 300), H = 230;
+      if (box.hidden) return;
+      const W = Math.max(box.clientWidth || 900, 300), H = Math.round(Math.min(230, Math.max(150, window.innerHeight * 0.24)));
       const m = { l: 58, r: 14, t: 22, b: 28 };
       const lane = m.t - 6; // NaN/inf lane at the top
       box.replaceChildren();
