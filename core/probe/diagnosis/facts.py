@@ -54,6 +54,8 @@ class NodeFacts:
     """A non-tensor argument (or an input's type/shape) that differs, as a short text."""
     unmatched: int = 0
     matched: int = 0
+    width: int = 1
+    """Largest last dimension of a tensor input: the length of the reductions the call may do."""
     dtype: str = ""
     """Lowest float precision among the compared rows of either side (``bfloat16``...)."""
     exact: bool = True
@@ -131,11 +133,19 @@ def _is_tensor(row: Any) -> bool:
         "Int32", "Int64", "Bool", "UInt8", "Int8", "Int16")
 
 
-def _fingerprint(row: Any) -> tuple[Any, ...] | None:
-    stats = row.stats
-    if stats[0] is None or stats[3] in (None, 0, 0.0):
+def _fingerprint(row: Any) -> tuple[float, float] | None:
+    """Max and Min of a tensor: unchanged by views, transposes and casts, so an input that
+    shows an earlier output's pair was (almost surely) produced by that call."""
+    high, low = _float(row.stats[0]), _float(row.stats[1])
+    if high is None or low is None or high == low:
         return None
-    return stats
+    return high, low
+
+
+def _last_dim(shape: str) -> int:
+    """The last dimension of a display shape ``"[2, 6, 24]"`` (1 when there is none)."""
+    tail = shape.rsplit(",", 1)[-1].strip(" []()")
+    return int(tail) if tail.isdigit() else 1
 
 
 def op_of(entry: str, kind: str) -> str:
@@ -256,6 +266,7 @@ def node_facts(entry: str, order: int, records: list[RowResult], tensor_mode: bo
             if dev > facts.param_dev or not facts.worst_param:
                 facts.param_dev, facts.worst_param = dev, t.name
         elif state == "input":
+            facts.width = max(facts.width, _last_dim(t.shape))
             facts.nan_in = facts.nan_in or nan
             if dev > facts.in_dev or not facts.worst_in:
                 facts.in_dev, facts.worst_in = dev, t.name

@@ -32,6 +32,10 @@ UNIT_ROUNDOFF = {
 
 LOCAL = 8.0
 """Units of roundoff an op may add by itself (its own rounding, reductions, the statistics' own rounding)."""
+PARAMETER_UNITS = 8.0
+"""Units of roundoff a parameter may differ by: a cast moves each statistic by at most one."""
+MAX_WIDTH = 1 << 16
+"""Reductions longer than this are not trusted to stay near the roundoff (a cap on ``width``)."""
 MIN_GAIN, MAX_GAIN = 1.0, 4.0
 """Bounds of the per-kind gain: an op may amplify an input deviation this much without suspicion."""
 DEFAULT_GAIN = 2.0
@@ -43,20 +47,30 @@ def unit_roundoff(dtype: str) -> float:
     return UNIT_ROUNDOFF.get(dtype, UNIT_ROUNDOFF["float32"])
 
 
-def local_floor(dtype: str) -> float:
-    """The deviation an op of this dtype may show with exact inputs."""
-    return LOCAL * unit_roundoff(dtype)
+def local_floor(dtype: str, width: int = 1) -> float:
+    """The deviation an op of this dtype may show with exact inputs.
+
+    ``LOCAL`` units of its own roundoff, plus the worst-case float32 accumulation error of a
+    reduction over ``width`` terms (kernels accumulate low-precision data in float32; two
+    float32 kernels that sum in different orders differ by up to ``width * u``).
+    """
+    return LOCAL * unit_roundoff(dtype) + min(width, MAX_WIDTH) * UNIT_ROUNDOFF["float32"]
 
 
-def kind_gains(samples: Iterable[tuple[str, float, float, str]]) -> dict[str, float]:
-    """The typical gain of each op kind from ``(kind, input deviation, output deviation, dtype)`` samples.
+def parameter_floor(dtype: str) -> float:
+    """The deviation a parameter (or any tensor no call produced) may show from a cast to ``dtype``."""
+    return PARAMETER_UNITS * unit_roundoff(dtype)
+
+
+def kind_gains(samples: Iterable[tuple[str, float, float, str, int]]) -> dict[str, float]:
+    """The typical gain of each op kind from ``(kind, input deviation, output deviation, dtype, width)`` samples.
 
     The gain of one call is ``out / (in + LOCAL*u)``; the kind's gain is the median over its
     calls (a faulty call is one of several and does not move the median), clamped.
     """
     ratios: dict[str, list[float]] = defaultdict(list)
-    for kind, dev_in, dev_out, dtype in samples:
-        ratios[kind].append(dev_out / (dev_in + local_floor(dtype)))
+    for kind, dev_in, dev_out, dtype, width in samples:
+        ratios[kind].append(dev_out / (dev_in + local_floor(dtype, width)))
     gains = {}
     for kind, values in ratios.items():
         if len(values) < 3:

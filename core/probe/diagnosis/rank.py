@@ -24,15 +24,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from probe.diagnosis.facts import NodeFacts, RankFacts
-from probe.diagnosis.floor import LOCAL, MAX_GAIN, kind_gains, local_floor, unit_roundoff
+from probe.diagnosis.floor import LOCAL, kind_gains, local_floor, parameter_floor, unit_roundoff
 from probe.diagnosis.report import (
     ARGUMENT, DIVERGENT, IDENTICAL, INTRODUCED, NAN_SOURCE, NOISE, PARAMETER, STRUCTURE, Diagnosis, Suspect,
 )
 
 EXCESS = 4.0
 """An output deviation this many times its floor is a new error, not rounding."""
-PARAM_EXCESS = 4.0
-"""A parameter deviation this many times ``LOCAL * u`` is a different parameter, not a cast."""
+EXCESS_BACKWARD = 32.0
+"""The same for calls of the backward pass: gradients of weights and biases are sums with heavy
+cancellation, whose relative error the statistics cannot bound; a backward-only fault (a
+scaled or wrong gradient) is far above this."""
 MAX_SCORE = 1e6
 KIND_TIER = {NAN_SOURCE: 0, PARAMETER: 1, ARGUMENT: 1, INTRODUCED: 2, STRUCTURE: 3}
 
@@ -60,12 +62,7 @@ class _RankView:
         self.by_entry = {n.entry: n for n in facts.nodes}
         self.in_eff: dict[str, float] = {}
         self.nan_in: dict[str, bool] = {}
-        self.prior: dict[str, float] = {}
-        running = 0.0
         for node in facts.nodes:
-            self.prior[node.entry] = running
-            if math.isfinite(node.out_dev) and node.kind != "parameters_grad":
-                running = max(running, node.out_dev)
             dev, nan = node.in_dev, node.nan_in
             fwd = self.by_entry.get(forward_of(node.entry) or "")
             if fwd is not None:
@@ -74,7 +71,7 @@ class _RankView:
             self.in_eff[node.entry] = dev
             self.nan_in[node.entry] = nan
         samples = [
-            (self.group(n), self.in_eff[n.entry], n.out_dev, n.dtype)
+            (self.group(n), self.in_eff[n.entry], n.out_dev, n.dtype, n.width)
             for n in facts.nodes
             if n.kind != "parameters_grad" and math.isfinite(n.out_dev) and math.isfinite(self.in_eff[n.entry])
         ]
@@ -87,7 +84,7 @@ class _RankView:
     def floor(self, node: NodeFacts) -> float:
         dev_in = self.in_eff[node.entry]
         gain = self.gains.get(self.group(node), 2.0)
-        return gain * dev_in + local_floor(node.dtype) if math.isfinite(dev_in) else math.inf
+        return gain * dev_in + local_floor(node.dtype, node.width) if math.isfinite(dev_in) else math.inf
 
 
 def _suspect(view: _RankView, node: NodeFacts) -> Suspect | None:
@@ -110,21 +107,21 @@ def _suspect(view: _RankView, node: NodeFacts) -> Suspect | None:
                     f"but {node.worst_out} holds NaN/inf that the golden run does not")
     if view.nan_in[node.entry]:
         return None  # NaN/inf propagated from an input
-    local = local_floor(node.dtype)
+    local = local_floor(node.dtype, node.width)
     out_excess = node.out_dev / floor if floor > 0 else (math.inf if node.out_dev > 0 else 0.0)
-    if node.param_dev > PARAM_EXCESS * local:
-        return make(PARAMETER, node.param_dev / local,
+    cast = parameter_floor(node.dtype)
+    if node.param_dev > cast:
+        return make(PARAMETER, node.param_dev / cast,
                     f"parameter {node.worst_param} differs by {_pct(node.param_dev)} "
-                    f"(rounding to {node.dtype or 'its dtype'} explains {_pct(local)})")
-    leaf_floor = max(PARAM_EXCESS * local, MAX_GAIN * view.prior[node.entry])
-    if node.leaf_dev > leaf_floor and node.leaf_dev >= view.in_eff[node.entry] * 0.999:
-        return make(PARAMETER, node.leaf_dev / local,
+                    f"(a cast to {node.dtype or 'its dtype'} explains {_pct(cast)})")
+    if node.leaf_dev > cast and node.leaf_dev >= view.in_eff[node.entry] * 0.999 and not node.backward:
+        return make(PARAMETER, node.leaf_dev / cast,
                     f"input {node.worst_leaf} differs by {_pct(node.leaf_dev)} and no earlier call produced it "
-                    f"(a parameter, buffer or data; the run so far explains {_pct(leaf_floor)})")
+                    f"(a parameter, buffer or data; a cast to {node.dtype or 'its dtype'} explains {_pct(cast)})")
     if node.argument and node.out_dev > local:
         return make(ARGUMENT, max(out_excess, 1.0),
                     f"{node.argument}; its output {node.worst_out} differs by {_pct(node.out_dev)}")
-    if out_excess > EXCESS:
+    if out_excess > (EXCESS_BACKWARD if node.backward else EXCESS):
         return make(INTRODUCED, out_excess,
                     f"inputs differ by {_pct(view.in_eff[node.entry])}, {node.worst_out} by {_pct(node.out_dev)}: "
                     f"{out_excess:.3g}x the {_pct(floor)} its inputs and {node.dtype or 'dtype'} rounding explain")
