@@ -19,7 +19,7 @@ import pytest
 
 from viewer_browser import browser, open_page, wait  # noqa: F401  (browser is a fixture)
 
-CASES = Path(__file__).parent / "data" / "viewer"
+CASES = Path(__file__).parent / "data" / "diagnosis"  # shared with the diagnosis tests
 DIV_SCALE = CASES / "s09_convgn_div_channel_scale_fp32"  # one step: inf/NaN from a division
 LR_STEP1 = CASES / "s11_convgn_lr_step1_u2_fp32"  # two steps: a weight update gone wrong, seen in step 1
 

@@ -12,7 +12,7 @@ from graph_helpers import run
 from viewer_browser import browser, open_page, wait  # noqa: F401  (browser is a fixture)
 
 pytestmark = pytest.mark.browser
-CASES = Path(__file__).parent / "data" / "viewer"
+CASES = Path(__file__).parent / "data" / "diagnosis"  # shared with the diagnosis tests
 LR_STEP1 = CASES / "s11_convgn_lr_step1_u2_fp32"  # two steps; the fault appears in step 1
 
 
