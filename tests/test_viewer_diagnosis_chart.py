@@ -187,3 +187,21 @@ def test_png_without_matplotlib_is_one_line(run_probe, tmp_path, monkeypatch):
     done = run_probe("diagnose", *_args(DIV_SCALE), "-o", tmp_path, "--png")
     assert done.code == 2 and "--png needs matplotlib" in done.err
     assert not list(tmp_path.glob("*"))  # refused before any work
+
+
+def test_compare_html_writes_the_page_beside_the_reports(run_probe, tmp_path):
+    done = run_probe("compare", *_args(DIV_SCALE), "-o", tmp_path, "--html")
+    assert done.code == 0, done.out + done.err
+    (json_file,) = tmp_path.glob("diagnosis_*.json")
+    page = json_file.with_suffix(".html")
+    assert page.is_file() and list(tmp_path.glob("compare_result_*.csv"))
+    assert f"diagnosis page: {page}" in done.out
+    # the page embeds the diagnosis' own suspects (decoded from its data block)
+    import base64
+    import gzip
+    import re
+
+    block = re.search(r'<script id="chart-data"[^>]*>([A-Za-z0-9+/=]+)</script>', page.read_text()).group(1)
+    data = json.loads(gzip.decompress(base64.b64decode(block)))
+    assert [s["node"] for s in data["suspects"]] == [s["node"] for s in json.loads(json_file.read_text())["suspects"]]
+    assert data["series"][0]["total"] == len(json.loads(json_file.read_text())["series"][0]["points"])
