@@ -44,7 +44,7 @@ def csp(script: str, style: str) -> str:
     script and style whose hashes are given run."""
     return (
         f"default-src 'none'; script-src {_hash(script)}; style-src {_hash(style)}; "
-        "img-src data:; base-uri 'none'; form-action 'none'"
+        "base-uri 'none'; form-action 'none'"
     )
 
 
