@@ -178,7 +178,7 @@ def chart_data(diagnosis: Mapping[str, Any], buckets: int = DRAW_BUCKETS, metric
         raise InputError("diagnosis 'series' is not a list")
     data = {
         "verdict": str(diagnosis.get("verdict") or ""),
-        "metric": metric or str(diagnosis.get("metric") or "key error (1 - cosine or relative norm error)"),
+        "metric": metric or str(diagnosis.get("metric") or "relative output error"),
         "suspects": [
             {"node": str(s.get("node", "")), "rank": s.get("rank", 0), "step": s.get("step", 0),
              "kind": str(s.get("kind", "")), "score": _number(s.get("score")), "evidence": str(s.get("evidence", ""))}
