@@ -69,6 +69,13 @@ def test_every_step_in_one_page_with_a_selector(browser, tmp_path):
     name = browser.find_element(By.ID, "details-name").text
     assert browser.find_elements(By.CSS_SELECTOR, f'#pane-NPU .row.selected[data-name="{name}"]')
     assert browser.find_elements(By.CSS_SELECTOR, f'#pane-Bench .row.selected[data-name="{name}"]')
+    # and the other way: a node picked in the tree is ringed on the chart
+    browser.find_element(By.ID, "search").send_keys("Functional.conv2d.2.forward")
+    item = '#result-list li[data-side="NPU"][data-name="Functional.conv2d.2.forward"]'
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, item))
+    browser.find_element(By.CSS_SELECTOR, item).click()
+    ring = browser.find_element(By.CSS_SELECTOR, "#error-chart circle.selected-point")
+    assert ring.get_attribute("data-node") == "Functional.conv2d.2.forward"
     browser.save_screenshot(str(tmp_path / "step1.png"))
 
 

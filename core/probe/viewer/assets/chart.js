@@ -18,6 +18,7 @@ const ProbeChart = (function () {
   function render(host, data, opts) {
     opts = opts || {};
     const visible = data.series.map((_, k) => k < 8);
+    let marked = null; // [step, rank, node] of the node selected elsewhere (drawn as a ring)
     const box = el("div", { className: "chart-box" });
     const tip = el("div", { className: "chart-tip", hidden: true });
     const controls = el("div", { className: "chart-controls" });
@@ -150,6 +151,17 @@ const ProbeChart = (function () {
       };
       hit.onmouseleave = () => { tip.hidden = true; cross.setAttribute("visibility", "hidden"); };
       hit.onclick = (ev) => { const p = pick(ev); if (p && opts.onPick) opts.onPick(p[0], p[1]); };
+      // the node selected in the graphs
+      if (marked) {
+        for (const [s] of vis) {
+          if (s.step !== marked[0] || s.rank !== marked[1]) continue;
+          const i = s.node.indexOf(marked[2]);
+          if (i < 0) continue;
+          const x = X(s.order[i]), y = s.nonfinite[i] || s.error[i] === null ? lane - 2 : Y(s.error[i]);
+          svgEl("line", { x1: x, x2: x, y1: lane - 8, y2: bottom, class: "selected-line" }, root);
+          svgEl("circle", { cx: x, cy: y, r: 6, class: "selected-point", "data-node": marked[2] }, root);
+        }
+      }
       // suspects
       for (const [s, k] of vis) {
         s.suspect.forEach((n, i) => {
@@ -166,7 +178,7 @@ const ProbeChart = (function () {
     let timer = 0;
     window.addEventListener("resize", () => { clearTimeout(timer); timer = setTimeout(draw, 150); });
     draw();
-    return { draw };
+    return { draw, mark: (step, rank, node) => { marked = [step, rank, node]; draw(); } };
   }
 
   // the ranked suspect list; onSuspect(number) when one is clicked

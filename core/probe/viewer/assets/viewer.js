@@ -2,7 +2,7 @@
 // a step/rank selector, and the "error along the network" chart with the suspect list.
 (function () {
   const { el, loadBlob, safeColor, fail } = Probe;
-  let PAGE_META = null, CHART = null, current = -1, view = null;
+  let PAGE_META = null, CHART = null, current = -1, view = null, chartView = null;
 
   async function boot() {
     PAGE_META = await loadBlob("page-meta");
@@ -48,7 +48,7 @@
   function setupChart() {
     document.getElementById("chart-panel").hidden = false;
     const noteOf = (n) => { const s = CHART.suspects[n - 1]; return s ? `suspect ${n} (${s.kind}): ${s.evidence}` : null; };
-    ProbeChart.render(document.getElementById("chart-host"), CHART, {
+    chartView = ProbeChart.render(document.getElementById("chart-host"), CHART, {
       onPick: (k, i) => { const s = CHART.series[k]; jump(s.node[i], s.step, s.rank, s.suspect[i] ? noteOf(s.suspect[i]) : null); },
     });
     ProbeChart.renderSuspects(document.getElementById("suspect-list"), CHART, (n) => {
@@ -292,6 +292,7 @@
     }
     state.selected = [side, i];
     showDetails(side, i, note);
+    if (chartView) chartView.mark(META.step, META.rank, G[side].names[i]); // where it is along the network
     if (COMPARE && G[side].match[i] == null) pickForMatch(side, i);
   }
 
