@@ -104,6 +104,9 @@ def test_viewer_chart_marks_the_fault_and_opens_it(browser, run_probe, tmp_path,
     # hovering the chart names an op
     from selenium.webdriver.common.action_chains import ActionChains
 
+    # the chart was redrawn with the selected node ringed on the marker's point
+    assert browser.find_element(By.CSS_SELECTOR, "#error-chart circle.selected-point").get_attribute("data-node") == node
+    marker = browser.find_element(By.CSS_SELECTOR, '.suspect-marker[data-suspect="1"]')
     ActionChains(browser).move_to_element(marker).move_by_offset(0, 30).perform()
     wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, ".chart-tip").is_displayed())
     assert ".forward" in browser.find_element(By.CSS_SELECTOR, ".chart-tip").text
