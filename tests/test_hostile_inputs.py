@@ -302,10 +302,10 @@ def test_pt_decompression_bomb_refused(tmp_path, run_probe):
     entry_name, entry = next(iter(doc["data"].items()))
     leaf = entry["input_args"][0]
     pt = target / "dump_tensor_data" / leaf["data_name"]
-    _pt_bomb(pt, 48 << 20)
+    _pt_bomb(pt, 8 << 20)
     assert pt.stat().st_size < (1 << 20)
     result = run_probe("compare", "-tp", target / "dump.json", "-gp", TENSOR / "golden/step0/rank0/dump.json",
-                       "-o", tmp_path / "o")
+                       "-o", tmp_path / "o", "--jobs", "1", "-c")
     line = one_line(result, pt.name, "inflate")
     assert "bomb" in line
 
