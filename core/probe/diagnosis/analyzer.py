@@ -51,6 +51,13 @@ class DiagnosisAnalyzer:
         written: list[Path] = []
         if request.output_dir is not None:
             written.append(diagnosis.write(prepare_output_dir(request.output_dir), timestamp()))
+            if request.options.get("diagnosis_html") or request.options.get("diagnosis_png"):
+                from probe.viewer.chart import write_diagnosis_files
+
+                diagnosis.pictures = write_diagnosis_files(
+                    diagnosis, written[0], html=bool(request.options.get("diagnosis_html")),
+                    png=bool(request.options.get("diagnosis_png")), title=f"probe diagnosis - {request.target}")
+                written += diagnosis.pictures
         if not request.options.get("quiet_diagnosis"):
             print_diagnosis(diagnosis)
         return written
@@ -78,3 +85,5 @@ def print_diagnosis(diagnosis: Diagnosis) -> None:
         out.print(Text("  every difference is within the rounding noise of the dtypes", style="dim"))
     if diagnosis.path is not None:
         out.print(f"diagnosis: {diagnosis.path}")
+    for picture in getattr(diagnosis, "pictures", ()):
+        out.print(f"diagnosis {'page' if picture.suffix == '.html' else 'picture'}: {picture}")

@@ -87,11 +87,12 @@ class Diagnosis:
             text = json.dumps(doc, ensure_ascii=False, allow_nan=False)
         except ValueError:  # a non-finite number slipped in: strict JSON has none
             text = json.dumps(_finite(doc), ensure_ascii=False, allow_nan=False)
-        with atomic_write(path, "w", encoding="utf-8") as handle:
+        out = atomic_write(path, "w", encoding="utf-8")
+        with out as handle:
             handle.write(text)
             handle.write("\n")
-        self.path = path
-        return path
+        self.path = out.path  # the name claimed (``_1`` if a concurrent run took ``path``)
+        return out.path
 
 
 def _number(value: float | None) -> float | None:
