@@ -254,3 +254,12 @@ def test_dtype_and_device_arguments_are_not_faults() -> None:
     assert not benign_argument("1.0", "0.5")
     assert not benign_argument(1.0, 0.5)
     assert not benign_argument("torch.int64", "torch.float32")
+
+
+def test_md5_dump_names_the_perturbed_layer() -> None:
+    """md5 dumps carry checksums only: a call whose inputs match and whose output does not is the source."""
+    case = DATA / "pytorch" / "md5_mix_tfm"  # only fc2's weight differs
+    diagnosis = probe.diagnose(case / "target" / "step0", case / "golden" / "step0")
+    first = diagnosis.suspects[0]
+    assert diagnosis.verdict == "divergent"
+    assert (first.node, first.kind) == ("Functional.linear.1.forward", "parameter")

@@ -286,8 +286,11 @@ def lower_dtype(a: str, b: str) -> str:
 
 
 def node_facts(entry: str, order: int, records: list[RowResult], tensor_mode: bool, produced: set,
-               backward: bool) -> NodeFacts:
-    """The facts of one entry; ``produced`` holds the fingerprints of earlier outputs (updated here)."""
+               backward: bool, md5: bool = False) -> NodeFacts:
+    """The facts of one entry; ``produced`` holds the fingerprints of earlier outputs (updated here).
+
+    With ``md5`` (checksum dumps) a tensor either matches (deviation 0) or not (infinite).
+    """
     kind = _kind(entry)
     backward = backward or kind == "parameters_grad" or ".backward" in entry
     facts = NodeFacts(entry=entry, order=order, kind=kind, op=op_of(entry, kind), backward=backward)
@@ -324,7 +327,10 @@ def node_facts(entry: str, order: int, records: list[RowResult], tensor_mode: bo
             continue
         if state != "output" and not argument and t.shape != g.shape:
             argument = f"{t.name} has shape {t.shape} instead of {g.shape}"
-        if t.stats == g.stats and not tensor_mode:
+        if md5:
+            dev, nan = (0.0 if t.md5 == g.md5 else math.inf), False
+            exact = exact and dev == 0.0
+        elif t.stats == g.stats and not tensor_mode:
             dev, nan = 0.0, False  # identical statistics (a NaN never compares equal, so it takes the long way)
         else:
             exact = False
@@ -396,13 +402,14 @@ def rank_facts(result: CompareResult) -> RankFacts:
     out = RankFacts(rank=rank, step=step_of(path), label=result.label, golden_only=result.golden_only,
                     mode=result.mode.name)
     tensor_mode = result.mode.name == "tensor"
+    md5 = result.mode.name == "md5"
     parents = load_parents(path)
     produced: set = set()
     backward = False
     for order, (entry, group) in enumerate(groupby(result.records, key=lambda r: r.pair.target.entry)):
         if not backward and (".backward" in entry or ".parameters_grad" in entry):
             backward = True  # what runs after the first backward entry runs in the backward pass
-        facts = node_facts(entry, order, list(group), tensor_mode, produced, backward)
+        facts = node_facts(entry, order, list(group), tensor_mode, produced, backward, md5)
         facts.module = parents.get(entry, "")
         out.nodes.append(facts)
     return out
