@@ -65,11 +65,40 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     report.add_argument("--fail-on", dest="fail_on", choices=("never", "warning", "error"), default="never",
                         help="exit 1 when a row's Result is at least this bad (for CI gating)")
     report.add_argument("-m", "--mode", dest="compare_mode", default=None, metavar="MODE",
-                        help="msProbe's compare mode: auto (default) or a plugin's (e.g. torchair)")
+                        help="msProbe's compare mode: auto (default) or a plugin's (torchair, mindspore); "
+                             "offline_data, offline_model and atb are refused (not implemented)")
 
 
 _CORE_KEYS = {"target_path", "golden_path", "input_path", "output_path", "xlsx", "format", "jobs", "fail_on",
               "command", "framework", "verbose", "quiet", "handler"}
+
+
+# msProbe's compare modes that probe does not implement, and what they are
+UNSUPPORTED_MODES = {
+    "offline_data": "offline data (Ascend model-dump) compare",
+    "offline_model": "offline model (om/onnx/pb) compare",
+    "atb": "ATB operator-library dump compare",
+}
+
+
+def compare_modes(host: Any) -> list[str]:
+    """``-m`` values probe accepts: ``auto`` and every plugin that plans its own compares."""
+    planners = {info.name for info in host.plugin_infos
+                if not info.error and "probe_plan_compare" in info.hooks and not info.name.startswith("probe.")}
+    return ["auto", *sorted(planners)]
+
+
+def check_compare_mode(mode: str | None, host: Any) -> None:
+    """Refuse a ``-m`` value probe does not implement, naming msProbe's modes it does not support."""
+    if mode is None:
+        return
+    supported = compare_modes(host)
+    if mode in supported:
+        return
+    if mode in UNSUPPORTED_MODES:
+        raise InputError(f"-m {mode} ({UNSUPPORTED_MODES[mode]}) is not supported by probe; "
+                         f"supported modes: {', '.join(supported)}")
+    raise InputError(f"unknown compare mode -m {mode!r}; supported modes: {', '.join(supported)}")
 
 
 def request_from_args(args: argparse.Namespace, host: Any) -> Any:
@@ -94,6 +123,7 @@ def request_from_args(args: argparse.Namespace, host: Any) -> Any:
     formats = ["xlsx"] if args.xlsx else ["csv"]
     if args.format:
         formats = [f.strip().lower() for f in args.format.split(",") if f.strip()]
+    check_compare_mode(options.get("compare_mode"), host)
     framework = args.framework
     if not framework and options.get("compare_mode") not in (None, "auto"):
         framework = options["compare_mode"]
