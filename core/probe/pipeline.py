@@ -287,14 +287,18 @@ def run_compare(
     keep: bool = True,
     progress: ProgressFactory = _no_progress,
     on_outcome: Callable[[JobOutcome], None] | None = None,
+    on_plan: Callable[[int], None] | None = None,
 ) -> tuple[list[JobOutcome], list[CompareJob]]:
-    """Plan and run every job of ``request``; ranks run in parallel processes when ``jobs > 1``."""
+    """Plan and run every job of ``request``; ranks run in parallel processes when ``jobs > 1``.
+    ``on_plan`` is told the number of jobs once they are planned (progress totals)."""
     host = host or default_host()
     if request.output_dir is not None:
         prepare_output_dir(request.output_dir)
     for fmt in request.formats:
         host.exporters.get(fmt)  # fail early on an unknown format
     jobs: Sequence[CompareJob] = host.plan_compare(request=request)
+    if on_plan:
+        on_plan(len(jobs))
     outcomes: list[JobOutcome] = []
     workers = min(request.jobs, len(jobs))
     executor = request.options.get("executor") or "process"

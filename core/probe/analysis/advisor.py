@@ -163,12 +163,14 @@ class Advice:
     unmatched: int = 0
     first_unmatched: str | None = None
     md5: bool = False
+    not_compared: int = 0
+    first_not_compared: RowResult | None = None
     failing_facts: NodeFacts | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.failing is None and self.culprit is None and not self.unmatched
+        return self.failing is None and self.culprit is None and not self.unmatched and not self.not_compared
 
     def advice(self) -> str:
         """The advice paragraph for the cause."""
@@ -193,7 +195,10 @@ def advise(result: CompareResult, nodes: list[Node] | None = None) -> Advice:
     failing_index = None
     for node in nodes:
         for record in node.records:
-            if record.verdict == UNMATCHED:
+            if record.verdict == UNMATCHED and record.pair.golden is not None:
+                advice.not_compared += 1
+                advice.first_not_compared = advice.first_not_compared or record
+            elif record.verdict == UNMATCHED:
                 advice.unmatched += 1
                 advice.first_unmatched = advice.first_unmatched or record.name
             elif failing_index is None and record.verdict in (WARNING, ERROR):
@@ -238,7 +243,13 @@ def explain(advice: Advice) -> list[tuple[str, str]]:
     """``(heading, text)`` lines describing one rank's advice, for the file and the panel."""
     lines: list[tuple[str, str]] = []
     where = f"rank {advice.rank}" if advice.rank is not None else advice.label
+    if advice.not_compared:
+        first = advice.first_not_compared
+        lines.append(("Not compared", f"{advice.not_compared} matched rows could not be compared (first: "
+                                      f"{first.name}: {(first.notes or ['no reason'])[-1]})"))
     if advice.failing is None:
+        if advice.not_compared:
+            return lines
         if advice.unmatched:
             lines.append(("Result", f"{where}: every matched row passes"))
             lines.append(("Cause", f"{UNMATCHED_STRUCTURE}: {advice.unmatched} target rows have no golden "

@@ -129,6 +129,45 @@ def is_nan_or_inf(value: Any) -> bool:
     return False
 
 
+_NON_TENSOR_DTYPES = frozenset({"torch.Size", "slice", "ellipsis", "torch.ProcessGroup"})
+_STAT_NAMES = ("max", "min", "mean", "norm")
+_SPECIAL_TEXTS = frozenset({"nan", "inf", "+inf", "-inf"})
+
+
+def stat_problem(row: Row) -> str | None:
+    """Why a tensor row's recorded Max/Min/Mean/Norm cannot be compared (text, a list, a boolean
+    outside a bool tensor), or ``None`` when every value is a number, nan/inf or absent."""
+    dtype = row.dtype
+    if dtype.startswith("<class") or dtype in _NON_TENSOR_DTYPES or row.shape == NA:
+        return None
+    for label, value in zip(_STAT_NAMES, row.stats):
+        kind = value.__class__
+        if value is None or kind is float or kind is int:
+            continue
+        if kind is bool and "bool" in dtype.lower():
+            continue
+        if kind is str and value.strip().lower() in _SPECIAL_TEXTS:
+            continue
+        return f"{label} {value!r} is not a number"
+    return None
+
+
+def not_compared_reason(row: RowResult) -> str | None:
+    """Why a matched row's data could not be compared (unreadable tensor file, statistics that
+    are not numbers...), or ``None``. Such rows read ``N/A`` unless a rule failed them."""
+    g = row.pair.golden
+    if g is None:
+        return None
+    problem = row.extra_value("problem") or row.extra_value("not_compared")
+    if problem:
+        return f"not compared: {problem}"
+    for side, r in (("NPU", row.pair.target), ("Bench", g)):
+        reason = stat_problem(r)
+        if reason:
+            return f"not compared: {side} {reason}"
+    return None
+
+
 def is_output(row: Row) -> bool:
     """Output rows are those flattened from an entry's ``output`` section."""
     return row.state == "output"
