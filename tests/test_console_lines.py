@@ -26,3 +26,17 @@ def test_first_error_names_its_rank_and_fail_on_says_why(tmp_path, run_probe):
     first = next(line for line in result.out.splitlines() if line.startswith("first error:"))
     assert "(rank0)" in first
     assert "probe: --fail-on error: exit 1 because of" in result.err and "error row(s)" in result.err
+
+
+def test_advice_and_first_divergence_print_readably():
+    import probe
+    from probe.analysis import advise, first_divergence
+
+    run = probe.compare(MULTI / "target/step0", MULTI / "golden/step0")
+    advice, found = advise(run[0]), first_divergence(run.results)
+    assert repr(advice).startswith("Advice(rank0, first failing Functional.batch_norm.0.backward.output.1")
+    assert "object at 0x" not in repr(advice) + str(advice) + repr(found) + str(found)
+    assert str(advice).splitlines()[0].startswith("First failing row: ")
+    assert repr(found) == "FirstDiff(before communication: rank 0: Functional.batch_norm.0.forward)"
+    assert "rank 0: Functional.batch_norm.0.forward (" in str(found)
+    assert repr(advice.failing).startswith("RowResult('Functional.batch_norm.0.backward.output.1', warning")

@@ -79,6 +79,10 @@ class RowResult:
     def matched(self) -> bool:
         return self.pair.golden is not None
 
+    def __repr__(self) -> str:
+        text = self.messages + self.notes if self.has_text else []
+        return f"RowResult({self.name!r}, {self.verdict}" + (f", {text!r})" if text else ")")
+
     @property
     def not_compared(self) -> bool:
         """A matched row whose data could not be compared (its Result stays ``N/A``)."""

@@ -168,6 +168,23 @@ class Advice:
     failing_facts: NodeFacts | None = None
     notes: list[str] = field(default_factory=list)
 
+    def __repr__(self) -> str:
+        parts = [self.label]
+        if self.failing is not None:
+            parts.append(f"first failing {self.failing.name} ({self.failing.verdict})")
+        if self.culprit is not None:
+            parts.append(f"{self.cause} at {self.culprit.node.entry}")
+        if self.unmatched:
+            parts.append(f"{self.unmatched} unmatched")
+        if self.not_compared:
+            parts.append(f"{self.not_compared} not compared")
+        if len(parts) == 1:
+            parts.append("ok")
+        return f"Advice({', '.join(parts)})"
+
+    def __str__(self) -> str:
+        return "\n".join(f"{head}: {text}" for head, text in explain(self))
+
     @property
     def ok(self) -> bool:
         return self.failing is None and self.culprit is None and not self.unmatched and not self.not_compared

@@ -194,6 +194,12 @@ class Node:
     def label(self) -> str:
         return f"rank {self.rank}: {self.entry}"
 
+    def __repr__(self) -> str:
+        state = "same" if self.is_same else "differs"
+        if self.trip is not None:
+            state += f" ({self.trip.row}: {self.trip.metric} {self.trip.value})"
+        return f"Node({self.label()}, {len(self.records)} rows, {state})"
+
 
 def _judge_da(node: Node, md5: bool, stat_metrics: bool = False) -> None:
     """msProbe's ``-da`` rule: an output row whose md5 differs or any relative error > 50%.
