@@ -150,7 +150,8 @@ class NameNormalizer(Protocol):
 
     A normalizer may also have an ``option`` attribute: the ``dest`` name of the compare
     option that switches it on (e.g. ``"api_mapping"`` for ``-am``); without one (or
-    ``None``) it runs whenever ``applies`` is true.
+    ``None``) it runs whenever ``applies`` is true. ``also_with`` (a tuple of dest names)
+    lists other options that switch it on too (the API table runs with ``-lm`` as well).
     """
 
     name: str

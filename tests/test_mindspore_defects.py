@@ -1,0 +1,32 @@
+"""MindSpore-to-PyTorch habits (issue 12: items 2, 14, 24)."""
+
+from __future__ import annotations
+
+import probe
+from conftest import DATA
+from parity import read_report
+
+LAYER = DATA / "mindspore/cross_layer_mix_statistics"
+
+
+def _pairs(tmp_path, run_probe, *options):
+    result = run_probe("compare", "-tp", LAYER / "target/step0", "-gp", LAYER / "golden/step0",
+                       "-o", tmp_path, "-c", *options)
+    assert result.code == 0, result.err
+    _, rows = read_report(next(tmp_path.glob("compare_result_*.csv")))
+    return {r["NPU Name"]: r["Bench Name"] for r in rows}
+
+
+def test_layer_mapping_applies_the_builtin_api_table(tmp_path, run_probe):
+    pairs = _pairs(tmp_path, run_probe, "-lm")
+    assert pairs["Mint.matmul.0.forward.input.0"] == "Torch.matmul.0.forward.input.0"
+    assert pairs["MintFunctional.linear.0.forward.output.0"] == "Functional.linear.0.forward.output.0"
+    assert pairs["Mint.softmax.0.forward.output.0"] == "Torch.softmax.0.forward.output.0"
+
+
+def test_layer_mapping_file_keeps_msprobe_pairs(tmp_path, run_probe):
+    """With the layer file, every forward row msProbe pairs is paired the same way."""
+    pairs = _pairs(tmp_path, run_probe, "-lm", LAYER / "layer_mapping.yaml")
+    _, expected = read_report(next((LAYER / "expected/lm").glob("compare_result_*.csv")))
+    forward = [r for r in expected if ".forward" in r["NPU Name"]]
+    assert forward and all(pairs[r["NPU Name"]] == r["Bench Name"] for r in forward)
