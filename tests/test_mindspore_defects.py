@@ -30,3 +30,23 @@ def test_layer_mapping_file_keeps_msprobe_pairs(tmp_path, run_probe):
     _, expected = read_report(next((LAYER / "expected/lm").glob("compare_result_*.csv")))
     forward = [r for r in expected if ".forward" in r["NPU Name"]]
     assert forward and all(pairs[r["NPU Name"]] == r["Bench Name"] for r in forward)
+
+
+def test_mindspore_dump_without_framework_key_with_api_mapping(tmp_path, run_probe):
+    import json
+    import shutil
+
+    case = DATA / "mindspore/cross_api_L1_statistics"
+    source = next((case / "target/step0").iterdir())
+    target = tmp_path / "target"
+    shutil.copytree(source, target)
+    doc = json.loads((target / "dump.json").read_text())
+    del doc["framework"]
+    (target / "dump.json").write_text(json.dumps(doc))
+    golden = next((case / "golden/step0").iterdir()) / "dump.json"
+    result = run_probe("compare", "-tp", target / "dump.json", "-gp", golden, "-am", "-o", tmp_path / "out", "-c")
+    assert result.code == 0, result.err
+    assert "no 'framework' key; MindSpore API names found" in result.err and "assumed mindspore" in result.err
+    _, rows = read_report(next((tmp_path / "out").glob("compare_result_*.csv")))
+    assert {r["Bench Name"] for r in rows if r["NPU Name"].startswith("Mint.matmul.0.forward")} == {
+        "Torch.matmul.0.forward.input.0", "Torch.matmul.0.forward.input.1", "Torch.matmul.0.forward.output.0"}
