@@ -50,3 +50,29 @@ def test_mindspore_dump_without_framework_key_with_api_mapping(tmp_path, run_pro
     _, rows = read_report(next((tmp_path / "out").glob("compare_result_*.csv")))
     assert {r["Bench Name"] for r in rows if r["NPU Name"].startswith("Mint.matmul.0.forward")} == {
         "Torch.matmul.0.forward.input.0", "Torch.matmul.0.forward.input.1", "Torch.matmul.0.forward.output.0"}
+
+
+DEMO = DATA.parent.parent / "examples/mindspore_to_pytorch"
+
+
+def test_demo_mapping_pairs_nearly_every_row(tmp_path, run_probe):
+    """The MindSpore->PyTorch demo with its mapping file: few unmatched rows, every pair named."""
+    result = run_probe("compare", "-tp", DEMO / "target/step0", "-gp", DEMO / "golden/step0",
+                       "-am", DEMO / "api_mapping.yaml", "-o", tmp_path)
+    assert result.code == 0, result.err
+    _, rows = read_report(next(tmp_path.glob("compare_result_*.csv")))
+    unmatched = [r["NPU Name"] for r in rows if r["Bench Name"] == "N/A"]
+    assert len(unmatched) <= 10 and len(rows) == 76
+    pairs = {r["NPU Name"]: r["Bench Name"] for r in rows}
+    assert pairs["Functional.sub.0.forward.input.0"] == "Torch.rsub.0.forward.input.1"
+    assert pairs["Functional.bias_add.0.forward.output.0"] == "Tensor.add.0.forward.output.0"
+    assert pairs["Functional.dense.0.forward.output.0"] == "Functional.linear.0.forward.output.0"
+    assert all(r["Result"] == "pass" for r in rows if ".forward." in r["NPU Name"] and r["Bench Name"] != "N/A")
+
+
+def test_advisor_never_quotes_precision_errors_across_shapes(tmp_path, run_probe):
+    result = run_probe("compare", "-tp", DEMO / "target/step0", "-gp", DEMO / "golden/step0",
+                       "-am", DEMO / "api_mapping.yaml", "-o", tmp_path)
+    advisor = next(tmp_path.glob("advisor_*.txt")).read_text()
+    assert "366%" not in advisor and "differ by" not in advisor
+    assert "a structure difference, not a precision one" in advisor

@@ -92,7 +92,10 @@ class NodeFacts:
         return INTRODUCED
 
     def relation(self) -> str:
-        """``introduced here``, ``inherited from input`` or ``small difference`` for a node after the culprit."""
+        """``introduced here``, ``inherited from input``, ``small difference`` or a structure
+        difference (shape, dtype...) for a node after the culprit."""
+        if self.structural:
+            return self.structural[0]
         if self.nan_in or (self.in_dev >= DIFF_THRESHOLD and not self.amplifies):
             return INHERITED
         if not self.differs:
@@ -299,6 +302,8 @@ def explain(advice: Advice) -> list[tuple[str, str]]:
 def _relation_detail(advice: Advice) -> str:
     facts = advice.failing_facts
     assert facts is not None
+    if facts.structural and advice.failing_relation == facts.structural[0]:
+        return f"{_row_text(facts.structural[1])}, a structure difference, not a precision one"
     if advice.failing_relation == SMALL:
         return f"it differs by only {_pct(max(facts.in_dev, facts.out_dev))}"
     if advice.failing_relation == INHERITED:
