@@ -19,6 +19,10 @@ COMPARE_EPILOG = """examples:
   probe compare -tp t/dump.json -gp g/dump.json -fm -hl                  # fuzzy match, highlight
   probe compare -tp t/dump.json -gp g/dump.json -dm mapping.yaml --fail-on error
   probe compare -i compare.json -o out                                   # msProbe's input file
+  probe -f mindspore compare -tp ms/step0 -gp pt/step0 -am -o out        # -f before or after the command
+
+Rows whose data could not be compared read N/A with the reason in Err_message; the summary
+counts them as "not compared" and --fail-on exits 1 for them, printing why.
 """
 
 
@@ -51,7 +55,8 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
                        help="map Cell to Module, and module path/class fragments from a YAML file")
     report = parser.add_argument_group("report")
     report.add_argument("-hl", "--highlight", action="store_true", default=None,
-                        help="colour rows red/yellow (xlsx fills, Highlight column in CSV/JSON)")
+                        help="mark suspicious rows red/yellow by msProbe's documented highlight rules, the reason "
+                             "written into the row (xlsx fills, Highlight column in CSV/JSON)")
     report.add_argument("-s", "--stack_mode", action="store_true", default=None,
                         help="accepted for compatibility: stack info is shown whenever stack.json exists")
     report.add_argument("-c", "--compare_only", action="store_true", default=None,
@@ -63,7 +68,8 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     report.add_argument("--metric-mode", dest="metric_mode", metavar="NAME",
                         help="force a metric mode (statistics, tensor, md5, or a plugin's)")
     report.add_argument("--fail-on", dest="fail_on", choices=("never", "warning", "error"), default="never",
-                        help="exit 1 when a row's Result is at least this bad (for CI gating)")
+                        help="exit 1 when a row's Result is at least this bad, or a row was not compared "
+                             "(for CI gating; prints why)")
     report.add_argument("-m", "--mode", dest="compare_mode", default=None, metavar="MODE",
                         help="msProbe's compare mode: auto (default) or a plugin's (torchair, mindspore); "
                              "offline_data, offline_model and atb are refused (not implemented)")
