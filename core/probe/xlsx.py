@@ -23,7 +23,7 @@ from probe.sheet_format import SAMPLE_ROWS, SheetFormat, sheet_format
 from probe.zipstream import MemberWriter, ZipStream
 
 MAX_CELL_TEXT = 32767  # Excel's limit on the characters of one cell
-FILLS = {"red": "FFFF0000", "yellow": "FFFFFF00"}  # fill name -> ARGB, style ids 1, 2...
+FILLS = {"red": "FFFF0000", "yellow": "FFFFFF00", "green": "FF92D050"}  # fill name -> ARGB, style ids 1, 2...
 COMPRESS_LEVEL = 1
 
 _MAIN_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"

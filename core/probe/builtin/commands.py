@@ -35,8 +35,9 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
                     help="golden (bench) dump of the same kind as the target")
     io.add_argument("-i", "--input_path", dest="input_path", metavar="compare.json",
                     help="msProbe's older input file with npu_path / bench_path / stack_path / is_print_compare_log")
-    io.add_argument("-o", "--output_path", dest="output_path", nargs="?", const="./output", default="./output",
-                    metavar="DIR", help="output directory (default ./output)")
+    io.add_argument("-o", "--output_path", dest="output_path", nargs="?", const="./output", default=None,
+                    metavar="DIR", help="output directory (default ./output; the current directory for "
+                                        "TorchAir reports, as documented)")
     io.add_argument("--xlsx", action="store_true", help="write xlsx instead of CSV")
     io.add_argument("--format", dest="format", metavar="FMT[,FMT]",
                     help="report formats, comma separated (csv, xlsx, json, or a plugin's)")
@@ -107,6 +108,15 @@ def check_compare_mode(mode: str | None, host: Any) -> None:
     raise InputError(f"unknown compare mode -m {mode!r}; supported modes: {', '.join(supported)}")
 
 
+DEFAULT_OUTPUT_DIRS = {"torchair": "."}
+"""Where reports go without ``-o``, when a framework's documentation says other than ./output."""
+
+
+def default_output_dir(framework: str) -> str:
+    """The output directory used when ``-o`` is not given."""
+    return DEFAULT_OUTPUT_DIRS.get(framework, "./output")
+
+
 def request_from_args(args: argparse.Namespace, host: Any) -> Any:
     """Build a :class:`CompareRequest` from parsed arguments (incl. ``-i compare.json``)."""
     from probe.jobs import CompareRequest
@@ -136,8 +146,9 @@ def request_from_args(args: argparse.Namespace, host: Any) -> Any:
     if not framework:
         framework = host.detect_framework(path=str(target)) or "pytorch"
     jobs = args.jobs if args.jobs else (os.cpu_count() or 1)
+    output = args.output_path or default_output_dir(framework)
     return CompareRequest(
-        target=Path(target), golden=Path(golden), output_dir=Path(args.output_path),
+        target=Path(target), golden=Path(golden), output_dir=Path(output),
         framework=framework, formats=tuple(formats), jobs=max(1, jobs), options=options,
     )
 
