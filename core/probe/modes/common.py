@@ -152,19 +152,33 @@ def stat_problem(row: Row) -> str | None:
     return None
 
 
+_PLAIN = frozenset({float, int, type(None)})
+"""Statistic types that are always comparable (the common case, checked without a call)."""
+
+
+NOT_COMPARED = "not compared: "
+"""Prefix of the Err_message note of a row whose data could not be compared."""
+
+
 def not_compared_reason(row: RowResult) -> str | None:
-    """Why a matched row's data could not be compared (unreadable tensor file, statistics that
-    are not numbers...), or ``None``. Such rows read ``N/A`` unless a rule failed them."""
-    g = row.pair.golden
+    """Why a matched row's recorded statistics cannot be compared (a value that is not a
+    number), or ``None``. Such rows read ``N/A`` unless a rule failed them; tensor mode marks
+    the rows whose files it cannot compare itself."""
+    pair = row.pair
+    g = pair.golden
     if g is None:
         return None
-    problem = row.extra_value("problem") or row.extra_value("not_compared")
-    if problem:
-        return f"not compared: {problem}"
-    for side, r in (("NPU", row.pair.target), ("Bench", g)):
+    t = pair.target
+    plain = _PLAIN
+    a, b, c, d = t.stats
+    e, f, h, i = g.stats
+    if (a.__class__ in plain and b.__class__ in plain and c.__class__ in plain and d.__class__ in plain
+            and e.__class__ in plain and f.__class__ in plain and h.__class__ in plain and i.__class__ in plain):
+        return None
+    for side, r in (("NPU", t), ("Bench", g)):
         reason = stat_problem(r)
         if reason:
-            return f"not compared: {side} {reason}"
+            return f"{NOT_COMPARED}{side} {reason}"
     return None
 
 

@@ -125,6 +125,7 @@ class TensorMode:
                     record.notes.append(task)
                     if "points outside" in task:
                         record.extra["problem"] = task
+                        record.mark_not_compared(common.NOT_COMPARED + task)
                 results.append(record)
             else:
                 results.append(RowResult(pair, ()))
@@ -140,9 +141,10 @@ class TensorMode:
                 record.notes.append("Fuzzy matching data, the comparison accuracy may be affected.")
             if problem:
                 record.extra["problem"] = problem
+                record.mark_not_compared(common.NOT_COMPARED + problem)
             elif metrics and metrics[0] == SHAPE_UNMATCHED and record.pair.target.shape == record.pair.golden.shape:
-                record.extra["not_compared"] = (
-                    f"the tensor files' shapes differ although dump.json gives both {record.pair.target.shape}")
+                record.mark_not_compared(f"{common.NOT_COMPARED}the tensor files' shapes differ although "
+                                         f"dump.json gives both {record.pair.target.shape}")
         return results
 
     def _run_tasks(self, tasks: list[tuple[str, str]], ctx: ModeContext) -> list:
