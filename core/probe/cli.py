@@ -63,7 +63,7 @@ def build_parser(host) -> argparse.ArgumentParser:
         )
         command.add_arguments(cmd_parser)
         _add_framework_option(cmd_parser)
-        if command.name == "compare":
+        if command.name in ("compare", "diagnose"):
             host.add_compare_options(parser=cmd_parser)
         cmd_parser.set_defaults(handler=command)
     return parser

@@ -96,7 +96,8 @@ def report(outcomes: list[JobOutcome], request: CompareRequest, fail_on: str) ->
         if total.first_error:
             job = total.first_error_job
             where = f" ({job})" if job and not job.endswith(".json") else ""
-            out.print(f"first error: [bold]{total.first_error}[/bold]{where}")
+            out.print(f"first error: [bold]{total.first_error}[/bold]{where} [dim](first row over msProbe's "
+                      f"thresholds; the diagnosis below ranks the suspects)[/dim]")
         for path in files:
             out.print(f"report: {path}")
     for outcome in failed:

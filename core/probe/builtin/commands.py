@@ -74,6 +74,9 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     report.add_argument("-m", "--mode", dest="compare_mode", default=None, metavar="MODE",
                         help="msProbe's compare mode: auto (default) or a plugin's (torchair, mindspore); "
                              "offline_data, offline_model and atb are refused (not implemented)")
+    report.add_argument("--html", dest="diagnosis_html", action="store_true", default=None,
+                        help="also write diagnosis_<timestamp>.html: the error along the network and the suspects, "
+                             "one self-contained page")
 
 
 _CORE_KEYS = {"target_path", "golden_path", "input_path", "output_path", "xlsx", "format", "jobs", "fail_on",
