@@ -1,11 +1,16 @@
-"""Every test passes or skips with a reason when an optional dependency is missing (issue 12, item 19)."""
+"""Every test passes or skips with a reason when an optional dependency is missing (issue 12, item 19).
+
+Checked statically: an optional module may be imported only inside ``try/except ImportError``,
+in a file that asks ``pytest.importorskip`` for it, or in a test that takes a fixture that does.
+"""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-OPTIONAL = {"torch", "selenium", "tensorboard", "dask", "distributed", "xlsxwriter", "tb_graph_ascend"}
+OPTIONAL = {"torch", "selenium", "tensorboard", "dask", "distributed", "xlsxwriter", "tb_graph_ascend",
+            "matplotlib"}
 TESTS = Path(__file__).parent
 
 
@@ -22,29 +27,54 @@ def _guarded_lines(tree: ast.AST) -> set[int]:
     return lines
 
 
-def _skipped_modules(tree: ast.AST) -> set[str]:
-    """Root modules the file asks ``pytest.importorskip`` for (later plain imports of them are fine)."""
+def _skipped_modules(node: ast.AST) -> set[str]:
+    """Root modules ``node`` asks ``pytest.importorskip`` for."""
     roots = set()
-    for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "importorskip" and node.args
-                and isinstance(node.args[0], ast.Constant)):
-            roots.add(str(node.args[0].value).split(".")[0])
+    for call in ast.walk(node):
+        if (isinstance(call, ast.Call) and getattr(call.func, "attr", "") == "importorskip" and call.args
+                and isinstance(call.args[0], ast.Constant)):
+            roots.add(str(call.args[0].value).split(".")[0])
     return roots
 
 
+def _functions(tree: ast.AST) -> list[ast.FunctionDef]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+
+
+def _skipping_fixtures(trees: list[ast.AST]) -> dict[str, set[str]]:
+    """Fixture (function) name -> the optional modules it importorskips, over every test module."""
+    found: dict[str, set[str]] = {}
+    for tree in trees:
+        for function in _functions(tree):
+            roots = _skipped_modules(function)
+            if roots:
+                found.setdefault(function.name, set()).update(roots)
+    return found
+
+
+def _imports(node: ast.AST) -> list[tuple[int, set[str]]]:
+    out = []
+    for item in ast.walk(node):
+        if isinstance(item, ast.Import):
+            out.append((item.lineno, {alias.name.split(".")[0] for alias in item.names}))
+        elif isinstance(item, ast.ImportFrom) and item.module and not item.level:
+            out.append((item.lineno, {item.module.split(".")[0]}))
+    return out
+
+
 def test_optional_modules_are_imported_through_importorskip():
+    trees = {path: ast.parse(path.read_text(), str(path)) for path in sorted(TESTS.glob("*.py"))}
+    fixtures = _skipping_fixtures(list(trees.values()))
     bare = []
-    for path in sorted(TESTS.glob("*.py")):
-        tree = ast.parse(path.read_text(), str(path))
+    for path, tree in trees.items():
         guarded = _guarded_lines(tree)
         skipped = _skipped_modules(tree)
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                roots = [alias.name.split(".")[0] for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                roots = [node.module.split(".")[0]]
-            else:
-                continue
-            if (set(roots) & OPTIONAL) - skipped and node.lineno not in guarded:
-                bare.append(f"{path.name}:{node.lineno}")
+        allowed_in: dict[int, set[str]] = {}
+        for function in _functions(tree):
+            via = set().union(*(fixtures.get(a.arg, set()) for a in function.args.args))
+            for line in range(function.lineno, (function.end_lineno or function.lineno) + 1):
+                allowed_in.setdefault(line, set()).update(via)
+        for line, roots in _imports(tree):
+            if (roots & OPTIONAL) - skipped - allowed_in.get(line, set()) and line not in guarded:
+                bare.append(f"{path.name}:{line}")
     assert not bare, f"import optional dependencies with pytest.importorskip(..., reason=...): {bare}"
