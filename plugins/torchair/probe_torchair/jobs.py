@@ -92,9 +92,8 @@ class TorchairJob:
     def run(self, host: Any = None, request: Any = None, progress: Any = None) -> CompareResult:
         """Job protocol: compare and hand the table to the core exporters."""
         report = self.compare(progress)
-        for problem in report.problems:
-            log.error("%s", problem)
         options = request.options if request is not None else {}
+        # problems are printed once, by the console summary
         return to_result(report, self.label, options.get("torchair_layout") or DOCUMENTED,
                          bool(options.get("highlight")))
 
