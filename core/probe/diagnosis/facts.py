@@ -27,6 +27,9 @@ _STEP_DIR = re.compile(r"^step(\d+)$")
 _INDEX_TAIL = re.compile(r"\.\d+$")
 REDUCTION = 4
 """A backward output with this many times fewer elements than its incoming gradient is a reduction."""
+TINY = 1e-3
+"""A backward reduction whose golden Norm is below this fraction of the incoming gradient's is
+about zero by construction (its relative error is meaningless)."""
 EUC_DIST = 1
 """Index of ``EucDist`` in tensor mode's metrics."""
 
@@ -172,12 +175,14 @@ def _is_tensor(row: Any) -> bool:
     return dtype_info(row.dtype)[0]
 
 
-def _fingerprint(row: Any) -> tuple[float, float] | None:
+def _fingerprint(row: Any) -> tuple[float | None, ...] | None:
     """Max and Min of a tensor: unchanged by views, transposes and casts, so an input that
     shows an earlier output's pair was (almost surely) produced by that call."""
     high, low = _float(row.stats[0]), _float(row.stats[1])
-    if high is None or low is None or high == low:
+    if high is None or low is None:
         return None
+    if high == low:  # a constant tensor (or one element): its Norm tells the size apart
+        return high, low, _float(row.stats[3])
     return high, low
 
 
@@ -300,6 +305,7 @@ def node_facts(entry: str, order: int, records: list[RowResult], tensor_mode: bo
     in_dev = out_dev = param_dev = leaf_dev = reduced_dev = 0.0
     worst_in = worst_out = worst_param = worst_leaf = worst_reduced = argument = dtype = ""
     in_numel = 0
+    in_norm = 0.0
     nan_in = nan_out = False
     exact = True
     width = 1
@@ -346,6 +352,9 @@ def node_facts(entry: str, order: int, records: list[RowResult], tensor_mode: bo
         if state == "output":
             nan_out = nan_out or nan
             if backward and _numel(t.shape) * REDUCTION < in_numel:
+                norm = _float(g.stats[3])
+                if norm is not None and norm < TINY * in_norm:
+                    dev = 0.0  # a sum that cancels to about zero (a bias before a norm layer): no relative error
                 if dev > reduced_dev or not worst_reduced:
                     reduced_dev, worst_reduced = dev, t.name
             elif dev > out_dev or not worst_out:
@@ -357,6 +366,9 @@ def node_facts(entry: str, order: int, records: list[RowResult], tensor_mode: bo
                 width = last
             if backward:
                 in_numel = max(in_numel, _numel(t.shape))
+                norm = _float(g.stats[3])
+                if norm is not None and norm > in_norm:
+                    in_norm = norm
             nan_in = nan_in or nan
             if dev > in_dev or not worst_in:
                 in_dev, worst_in = dev, t.name

@@ -33,7 +33,7 @@ UNIT_ROUNDOFF = {
 
 LOCAL = 8.0
 """Units of roundoff an op may add by itself (its own rounding, reductions, the statistics' own rounding)."""
-PARAMETER_UNITS = 8.0
+PARAMETER_UNITS = 4.0
 """Units of roundoff a parameter may differ by: a cast moves each statistic by at most one."""
 MAX_WIDTH = 1 << 16
 """Reductions longer than this are not trusted to stay near the roundoff (a cap on ``width``)."""
