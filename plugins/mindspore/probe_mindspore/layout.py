@@ -10,10 +10,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from probe.builtin.layout import parse_number_list, plan_default, select_jobs
-from probe.errors import InputError
-from probe.model import CompareRequest, ModeContext
-from probe.result import CompareResult
+from probe.api import parse_number_list, plan_default, select_plans as select_jobs
+from probe.api import InputError
+from probe.api import CompareRequest, ModeContext
+from probe.api import CompareResult
 
 from probe_mindspore.kernel_dump import (
     KernelDir,
