@@ -16,13 +16,6 @@ def probe_add_compare_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("-lm", "--layer_mapping", nargs="?", const=True, default=None, metavar="FILE",
                        help="pair MindSpore and PyTorch layers through construct.json; a YAML file "
                             "renames layers ({LayerType: {target child: golden child}})")
-    # another plugin (TorchAir) may already own --rank: same dest, same meaning
-    if "--rank" not in parser._option_string_actions:
-        group.add_argument("--rank", dest="rank", default=None, metavar="N[,N]",
-                           help="ranks to compare (comma list; empty = all)")
-    if "--step" not in parser._option_string_actions:
-        group.add_argument("--step", dest="step", default=None, metavar="N[,N]",
-                           help="steps to compare (comma list; empty = all)")
 
 
 @hookimpl
