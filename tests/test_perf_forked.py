@@ -11,7 +11,7 @@ from probe import exporters
 from probe.dumps import load_dump, load_pair, pack_dump, unpack_dump
 from probe.errors import InputError
 from probe.pipeline import compare
-from probe.builtin.reader import MsprobeJsonReader
+from probe.formats.msprobe.reader import MsprobeJsonReader
 
 READER = MsprobeJsonReader()
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
 
+from probe.formats.msprobe.dtypes import PROCESS_GROUP
 from probe.model import NA
 from probe.modes.common import is_nan_or_inf
 from probe.modes.statistics import StatisticsMode, stat_difference
@@ -236,7 +237,7 @@ def _peer_values(records: Iterable[RowResult]) -> dict[str, Any]:
         if t.state != "input":
             continue
         last = t.name.rsplit(".", 1)[-1]
-        if t.dtype == "torch.ProcessGroup" or last == "group":
+        if t.dtype == PROCESS_GROUP or last == "group":
             ranks = _parse_ranks(t.stats[0])
             if ranks is not None:
                 facts["group"] = ranks

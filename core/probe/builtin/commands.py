@@ -54,8 +54,6 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     match.add_argument("-fm", "--fuzzy_match", action="store_true", default=None,
                        help="match rows ignoring call indices")
     match.add_argument("-dm", "--data_mapping", metavar="FILE", help="YAML of target row name: golden row name")
-    match.add_argument("-cm", "--cell_mapping", nargs="?", const=True, metavar="FILE",
-                       help="map Cell to Module, and module path/class fragments from a YAML file")
     report = parser.add_argument_group("report")
     report.add_argument("-hl", "--highlight", action="store_true", default=None,
                         help="colour rows red/yellow (xlsx fills, Highlight column in CSV/JSON)")

@@ -16,6 +16,8 @@ def probe_add_compare_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("-lm", "--layer_mapping", nargs="?", const=True, default=None, metavar="FILE",
                        help="pair MindSpore and PyTorch layers through construct.json; a YAML file "
                             "renames layers ({LayerType: {target child: golden child}})")
+    group.add_argument("-cm", "--cell_mapping", nargs="?", const=True, default=None, metavar="FILE",
+                       help="map Cell to Module, and module path/class fragments from a YAML file")
 
 
 @hookimpl
@@ -29,9 +31,11 @@ def probe_register_normalizers(register) -> None:
 @hookimpl
 def probe_register_mappers(register) -> None:
     from probe_mindspore.api_mapping import ApiMapper
+    from probe_mindspore.cell_mapping import CellMapper
     from probe_mindspore.layer_mapping import LayerMapper
 
     register.add(ApiMapper.name, ApiMapper())
+    register.add(CellMapper.name, CellMapper())
     register.add(LayerMapper.name, LayerMapper())
 
 
