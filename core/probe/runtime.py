@@ -131,6 +131,18 @@ def start(func: Callable[..., Any], *args: Any) -> Task:
 
 
 @contextmanager
+def gc_off() -> Iterator[None]:
+    """Switch the cyclic garbage collector off for a short block (e.g. parsing a tree without cycles)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@contextmanager
 def gc_paused() -> Iterator[None]:
     """Switch the cyclic garbage collector off for a block.
 
