@@ -31,8 +31,6 @@ LAZY_CORE_MODULES = {
     ("probe/builtin/graph_commands.py", "probe.graph.service"),
     ("probe/builtin/graph_commands.py", "probe.viewer.writer"),
     ("probe/builtin/graph_commands.py", "probe.graph.merge"),
-    ("probe/cli.py", "probe.plugins"),
-    ("probe/__init__.py", "probe.pipeline"),
 }
 """(file, probe module) pairs kept lazy because the module imports numpy, yaml or rich."""
 
