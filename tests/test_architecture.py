@@ -169,3 +169,13 @@ def test_bottom_layers_import_only_downwards() -> None:
         for module in modules:
             assert graph[module] <= allowed, f"{module} ({layer}) imports {sorted(graph[module] - allowed)}"
     assert graph["probe.model"] == set(), "plain data types import nothing of probe"
+
+
+def test_command_line_start_up_imports_no_heavy_module() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; from probe.cli import build_parser; from probe.plugins import Host; "
+            "build_parser(Host()); print(sorted(m for m in ('numpy', 'yaml', 'rich', 'torch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
