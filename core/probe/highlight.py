@@ -1,4 +1,8 @@
-"""Optional red/yellow highlighting (``-hl``), after msProbe's documented legacy rules."""
+"""Optional red/yellow highlighting (``-hl``), msProbe's documented legacy rules (spec compare-core §8.6).
+
+Highlight marks suspicious rows by its own rules, independent of ``Result``: an ``error`` row
+may stay unmarked and a ``pass`` row may be marked. The reason is written into the row.
+"""
 
 from __future__ import annotations
 
@@ -40,12 +44,12 @@ def apply_highlight(result: CompareResult) -> None:
     tensor = result.mode.name == "tensor"
     if result.mode.name not in ("tensor", "statistics"):
         return
-    for record in result.records:
-        t, g = record.pair.target, record.pair.golden
-        if g is None:
-            continue
+    for record in result.records:  # single-row rules, on every row (matched or not)
+        t = record.pair.target
         if is_nan_or_inf(t.stats[0]) or is_nan_or_inf(t.stats[1]):
             _mark(record, RED, "maximum or minimum is nan, -inf, or inf")
+            continue
+        if record.pair.golden is None:
             continue
         diff = _max_diff(record, tensor)
         if diff is not None and abs(diff) > 1e10:
@@ -64,8 +68,9 @@ def _comparable(row: RowResult, tensor: bool) -> bool:
 
 
 def _check_output(out: RowResult, inputs: list[RowResult], tensor: bool) -> None:
+    """The output-versus-input rules, for each input/parameter row of the entry (none without inputs)."""
     out_diff = abs(_max_diff(out, tensor) or 0.0)
-    if not tensor:
+    if not tensor and inputs:
         bench_max = _num(out.pair.golden.stats[0]) or 0.0
         if abs(out_diff / max(EPS32, bench_max)) > 0.5:
             _mark(out, RED, "maximum relative error exceeds 0.5")
