@@ -66,15 +66,23 @@ def collect(out: Path) -> dict[str, str]:
     return files
 
 
+def _portable(content: bytes) -> bytes:
+    """Reports that name files by absolute path (kernel dumps) name them from ``<DATA>``."""
+    return content.replace(str(DATA.resolve()).encode(), b"<DATA>")
+
+
 def digest(path: Path) -> str:
-    """SHA-256 of a file; of an xlsx, of its member names and contents (not the zip dates)."""
+    """SHA-256 of a file; of an xlsx, of its member names and contents (not the zip dates).
+
+    The checkout's own location is replaced by ``<DATA>`` first, so digests hold in any clone.
+    """
     sha = hashlib.sha256()
     if path.suffix == ".xlsx":
         with zipfile.ZipFile(path) as archive:
             for info in archive.infolist():
-                sha.update(info.filename.encode() + b"\0" + archive.read(info) + b"\0")
+                sha.update(info.filename.encode() + b"\0" + _portable(archive.read(info)) + b"\0")
     else:
-        sha.update(path.read_bytes())
+        sha.update(_portable(path.read_bytes()))
     return sha.hexdigest()
 
 
