@@ -6,7 +6,7 @@ import argparse
 import logging
 import sys
 
-from probe import __version__
+from probe.version import __version__
 from probe.errors import ProbeError
 
 MAIN_EPILOG = """examples:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 
-from probe.model import KeyMap, Pair, Row
+from probe.model import FlatDump, KeyMap, MatchContext, Pair, Pairing, Row
+from probe.modes.common import canonical_dtype
 
 FLOAT_DTYPES = (
     frozenset({"torch.float16", "torch.float32", "torch.float64", "torch.bfloat16"}),
@@ -75,8 +76,6 @@ def dtypes_compatible(target: str, golden: str) -> bool:
     if any(target in family and golden in family for family in FLOAT_DTYPES):
         return True
     if target.startswith("torch.") != golden.startswith("torch."):
-        from probe.modes.common import canonical_dtype
-
         t, g = canonical_dtype(target), canonical_dtype(golden)
         return _DTYPE_CATEGORIES.get(t, t) == _DTYPE_CATEGORIES.get(g, g)
     return False
@@ -194,3 +193,43 @@ def match_fuzzy(target: Sequence[Row], golden: Sequence[Row], key_map: KeyMap | 
     while pending_t:
         pairs.append(Pair(pending_t.popleft()[0], None))
     return pairs, len(golden) - matched_golden
+
+
+def golden_key_lookup(golden: FlatDump) -> Callable[[str], str]:
+    """Turn a golden row *name* into that row's matching key (call indices renumbered).
+
+    Mapping files name golden rows as they appear in the dump; matching uses keys. The
+    table is built on first use, after the pipeline has assigned the keys.
+    """
+    table: dict[str, str] = {}
+
+    def lookup(name: str) -> str:
+        if not table:
+            table.update((row.name, row.key) for row in golden.rows)
+        return table.get(name, name)
+
+    return lookup
+
+
+class ExactPairer:
+    """The default pairer: keys equal (after normalizers and mappers), dtypes compatible."""
+
+    name = "exact"
+    renumber = True
+    """Keys keep backward call indices renumbered by order (see :func:`assign_keys`)."""
+
+    def pair(self, target: FlatDump, golden: FlatDump, key_map: KeyMap | None, ctx: MatchContext) -> Pairing:
+        pairs, golden_only = match_exact(target.rows, golden.rows, key_map)
+        return Pairing(pairs, golden_only)
+
+
+class FuzzyPairer:
+    """``-fm``: keys equal once call indices are dropped, msProbe's greedy queue order."""
+
+    name = "fuzzy"
+    option = "fuzzy_match"
+    renumber = False
+
+    def pair(self, target: FlatDump, golden: FlatDump, key_map: KeyMap | None, ctx: MatchContext) -> Pairing:
+        pairs, golden_only = match_fuzzy(target.rows, golden.rows, key_map)
+        return Pairing(pairs, golden_only)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from probe.errors import InputError
 from probe.hookspecs import hookimpl
-from probe.model import Command
+from probe.interfaces import Command
+from probe.io import prepare_output_dir
 
 GRAPH_EPILOG = """examples:
   probe graph -tp target/step0/rank0 -o out                         # build one graph
@@ -88,7 +89,6 @@ def merge_options(args: argparse.Namespace) -> list:
 def run_graph_command(args: argparse.Namespace, host) -> int:
     """Run ``graph_visualize``."""
     from probe.graph.service import GraphOptions, run_graph
-    from probe.io import prepare_output_dir
 
     mapping = args.layer_mapping
     if mapping is True:

@@ -1,4 +1,4 @@
-"""Built-in mappers: data mapping (``-dm FILE``) and cell mapping (``-cm [FILE]``).
+"""Built-in mappers (data mapping ``-dm FILE``, cell mapping ``-cm [FILE]``) and pairers (exact, fuzzy).
 
 Mappers work on keys whose backward call indices are already renumbered on both sides, so
 the backward rows of an op called several times pair with their own counterparts.
@@ -13,6 +13,7 @@ from pathlib import Path
 from probe.errors import InputError
 from probe.hookspecs import hookimpl
 from probe.jsonio import read_yaml
+from probe.match import ExactPairer, FuzzyPairer, golden_key_lookup
 from probe.model import FlatDump, KeyMap, MatchContext, Row
 
 
@@ -29,22 +30,6 @@ def read_name_mapping(path: str | Path, what: str) -> dict[str, str]:
             raise InputError(f"{what} entry {key!r} must map a name to a name", path)
         mapping[key] = value
     return mapping
-
-
-def golden_key_lookup(golden: FlatDump) -> Callable[[str], str]:
-    """Turn a golden row *name* into that row's matching key (call indices renumbered).
-
-    Mapping files name golden rows as they appear in the dump; matching uses keys. The
-    table is built on first use, after the pipeline has assigned the keys.
-    """
-    table: dict[str, str] = {}
-
-    def lookup(name: str) -> str:
-        if not table:
-            table.update((row.name, row.key) for row in golden.rows)
-        return table.get(name, name)
-
-    return lookup
 
 
 class DataMapper:
@@ -111,6 +96,12 @@ class CellMapper:
             return None if key == row.key else key
 
         return KeyMap(target_key=target_key)
+
+
+@hookimpl(trylast=True)
+def probe_register_pairers(register) -> None:
+    register.add(ExactPairer.name, ExactPairer())
+    register.add(FuzzyPairer.name, FuzzyPairer())
 
 
 @hookimpl(trylast=True)

@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from probe.errors import InputError
+from probe.jsonio import read_yaml
 from probe.model import Row
 
 from probe.graph.node import Graph, GraphNode
@@ -50,8 +51,6 @@ def parse_rules(doc: object, path: Path | None = None) -> dict[str, str | tuple[
 
 def read_rules(path: Path) -> dict[str, str | tuple[str, ...]]:
     """Read a YAML rule file."""
-    from probe.jsonio import read_yaml
-
     doc = read_yaml(path)
     return parse_rules(doc, path)
 

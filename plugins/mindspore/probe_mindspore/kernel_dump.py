@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from probe.errors import InputError
+from probe.api import InputError
 
 log = logging.getLogger("probe")
 

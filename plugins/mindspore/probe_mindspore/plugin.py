@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from probe.hookspecs import hookimpl
+from probe.api import hookimpl
 
 
 @hookimpl

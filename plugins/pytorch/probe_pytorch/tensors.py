@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from probe.errors import InputError
+from probe.api import InputError
 from probe_pytorch.ptzip import read_pt
 
 MAX_FILE_BYTES = 10 * 1024**3
