@@ -133,8 +133,8 @@ def compare_pair(
         rename=_renamer(host, npu, bench),
     )
     pairs = [(n, n.match) for n in npu.nodes.values() if n.match is not None]
-    by_node = compute_metrics(pairs, npu, bench, task, host)
-    judge_graph(by_node, task, merged)
+    mode, by_node = compute_metrics(pairs, npu, bench, task, host, merged=merged)
+    judge_graph(by_node, mode)
     judge_collections(list(npu.nodes.values()))
     if options.tensor_log:
         for node, rows in by_node.items():
