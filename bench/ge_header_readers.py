@@ -15,7 +15,6 @@ in CI.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import struct

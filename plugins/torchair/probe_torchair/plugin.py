@@ -32,7 +32,7 @@ def probe_add_compare_options(parser: argparse.ArgumentParser) -> None:
 def probe_plan_compare(request: Any) -> list[Any] | None:
     if not _is_torchair(request):
         return None
-    from probe_torchair.jobs import plan
+    from probe_torchair.planner import plan
     from probe.api import parse_number_list
 
     return plan(
@@ -41,6 +41,30 @@ def probe_plan_compare(request: Any) -> list[Any] | None:
         mode=request.option("metric_mode"),
         token_offset=request.option("fx_token_offset"),
     )
+
+
+@hookimpl
+def probe_register_readers(register: Any) -> None:
+    from probe_torchair.stages import FxReader, GeReader
+
+    register.add(GeReader.name, GeReader())
+    register.add(FxReader.name, FxReader())
+
+
+@hookimpl
+def probe_register_pairers(register: Any) -> None:
+    from probe_torchair.stages import TokenPairer
+
+    register.add(TokenPairer.name, TokenPairer())
+
+
+@hookimpl
+def probe_register_modes(register: Any) -> None:
+    from probe_torchair.stages import TorchairMode
+
+    for kind in ("statistics", "tensor", "md5"):
+        mode = TorchairMode(kind)
+        register.add(mode.name, mode)
 
 
 @hookimpl
