@@ -22,11 +22,12 @@ CASE = DATA / "mindspore" / "cross_layer_mix_statistics"
 
 def _graph_nodes(db_path):
     with sqlite3.connect(db_path) as conn:
-        for name, precision, inputs, outputs, side in conn.execute(
-            "SELECT node_name, precision_index, input_data, output_data, data_source FROM tb_nodes"
+        for name, precision, inputs, outputs, side, link in conn.execute(
+            "SELECT node_name, precision_index, input_data, output_data, data_source, matched_node_link FROM tb_nodes"
         ):
             if side == "NPU":
-                yield name, precision, {**json.loads(inputs or "{}"), **json.loads(outputs or "{}")}
+                partner = (json.loads(link or "[]") or [None])[-1]
+                yield name, precision, {**json.loads(inputs or "{}"), **json.loads(outputs or "{}")}, partner
 
 
 def test_cross_framework_graph_agrees_with_the_csv(tmp_path, run_probe):
@@ -39,13 +40,15 @@ def test_cross_framework_graph_agrees_with_the_csv(tmp_path, run_probe):
     (db,) = (tmp_path / "graph").glob("compare_*.vis.db")
     judged = 0
     colours = []
-    for name, precision, rows in _graph_nodes(db):
+    for name, precision, rows, partner in _graph_nodes(db):
         results = {row: fields["Result"] for row, fields in rows.items() if "Result" in fields}
         if not results:
             continue
         judged += 1
         for row, verdict in results.items():
             assert row in csv_rows, (name, row)
+            # the node is linked to the bench node whose row the report paired with this one
+            assert csv_rows[row]["Bench Name"].startswith(f"{partner}."), (name, partner, csv_rows[row]["Bench Name"])
             assert verdict == csv_rows[row]["Result"], (name, row, verdict, csv_rows[row]["Result"])
             assert json.loads(rows[row]["Err_message"]) == json.loads(csv_rows[row]["Err_message"]), row
         assert precision == precision_index(results.values()), name

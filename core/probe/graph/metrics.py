@@ -107,17 +107,23 @@ def compute_metrics(
     host: Host | None,
     jobs: int = 1,
     merged: bool = False,
+    row_pairs: Sequence[Pair] | None = None,
 ) -> tuple[Any, dict[GraphNode, list[RowResult]]]:
     """Pair the rows of every matched node, compute them with the compare's metric mode and fill
     ``node.metrics`` on the NPU nodes.
 
-    Returns the mode and the row results of each NPU node (the judge reads them); the mode is
-    ``None`` (and nothing is computed) when the host has no such mode.
+    ``row_pairs``: the row pairs the compare's pairing made (``-lm`` across frameworks); each
+    node then judges exactly those pairs of its rows, as the report does. Returns the mode and
+    the row results of each NPU node (the judge reads them); the mode is ``None`` (and nothing
+    is computed) when the host has no such mode.
     """
+    by_entry: dict[str, list[Pair]] = {}
+    for pair in row_pairs or ():
+        by_entry.setdefault(pair.target.entry, []).append(pair)
     by_node: dict[GraphNode, list[Pair]] = {}
     all_pairs: list[Pair] = []
     for n_node, b_node in matched:
-        pairs = pair_rows(n_node, b_node)
+        pairs = pair_rows(n_node, b_node) if row_pairs is None else by_entry.get(n_node.name, [])
         if merged:
             pairs = [_same_shape(p) for p in pairs]
         if pairs:

@@ -12,6 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from probe import stages
 from probe.errors import InputError
 
 from probe.graph.build import build_graph
@@ -19,12 +20,13 @@ from probe.graph.db import VisDbWriter, write_part
 from probe.graph.distributed import CommOp, comm_ops, link_comm_ops
 from probe.graph.export_json import write_graph_json
 from probe.graph.layout import GraphSource, discover, pair_sources
-from probe.graph.matching import match_graphs
+from probe.graph.matching import is_pair_mapping, load_mapping, match_by_row_pairs, match_graphs
 from probe.graph.merge import merge_side
 from probe.graph.metrics import compare_task, compute_metrics
 from probe.graph.node import BENCH, NPU, Graph, GraphNode
 from probe.graph.overflow import check_overflow, load_rules
 from probe.graph.verdict import judge_collections, judge_graph
+from probe.model import MatchContext, Pair
 from probe.plugins import Host
 from probe.viewer.writer import write_html
 
@@ -119,6 +121,25 @@ def _renamer(host: Host | None, npu: Graph, bench: Graph):
     return rename
 
 
+def _compare_pairs(npu: Graph, bench: Graph, options: GraphOptions, host: Host | None) -> list[Pair] | None:
+    """The row pairs ``probe compare -lm FILE`` makes for these dumps (``None`` without ``-lm``).
+
+    A layer mapping is applied by the registered mappers and pairers (probe-mindspore's
+    ``-lm``), exactly as in the compare, so the graph judges the rows the report judges. A
+    mapping of node or row names (``{npu name: bench name}``), which only the graph reads, and
+    a host without a layer mapper leave matching to :func:`match_graphs`.
+    """
+    if host is None or options.layer_mapping is None or npu.dump is None or bench.dump is None:
+        return None
+    if is_pair_mapping(load_mapping(options.layer_mapping)):
+        return None
+    settings = {"layer_mapping": str(options.layer_mapping)}
+    ctx = MatchContext(target=npu.dump, golden=bench.dump, options=settings, normalizers=host.normalizers.values())
+    if stages.build_key_map(host, ctx) is None:
+        return None
+    return stages.pair(npu.dump, bench.dump, host, settings).pairs
+
+
 def compare_pair(
     npu: Graph, bench: Graph, options: GraphOptions, host: Host | None, merged: bool = False
 ) -> tuple[str, int]:
@@ -128,12 +149,14 @@ def compare_pair(
         raise InputError(
             f"is a {bench.framework} dump and the target is {npu.framework}: pass -lm/--layer_mapping", bench.source
         )
-    matched = match_graphs(
+    row_pairs = _compare_pairs(npu, bench, options, host)
+    matched = match_by_row_pairs(npu, bench, row_pairs) if row_pairs is not None else 0
+    matched += match_graphs(
         npu, bench, fuzzy=options.fuzzy_match or merged, mapping=options.layer_mapping,
         rename=_renamer(host, npu, bench),
     )
     pairs = [(n, n.match) for n in npu.nodes.values() if n.match is not None]
-    mode, by_node = compute_metrics(pairs, npu, bench, task, host, merged=merged)
+    mode, by_node = compute_metrics(pairs, npu, bench, task, host, merged=merged, row_pairs=row_pairs)
     judge_graph(by_node, mode)
     judge_collections(list(npu.nodes.values()))
     if options.tensor_log:
