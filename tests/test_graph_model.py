@@ -180,7 +180,7 @@ def test_layout_kinds_and_errors(tmp_path):
     assert kind == "ranks" and [s.rank for s in sources] == [0, 1]
     (tmp_path / "odd").mkdir()
     (tmp_path / "odd" / "something").mkdir()
-    with pytest.raises(InputError, match="neither a dump directory"):
+    with pytest.raises(InputError, match="no rank\\*/proc\\* dump directories and no dump.json"):
         discover(tmp_path / "odd")
 
 
