@@ -31,8 +31,6 @@ LAZY_CORE_MODULES = {
     ("probe/builtin/graph_commands.py", "probe.graph.service"),
     ("probe/builtin/graph_commands.py", "probe.viewer.writer"),
     ("probe/builtin/graph_commands.py", "probe.graph.merge"),
-    ("probe/cli.py", "probe.plugins"),
-    ("probe/__init__.py", "probe.pipeline"),
 }
 """(file, probe module) pairs kept lazy because the module imports numpy, yaml or rich."""
 
@@ -155,3 +153,19 @@ def test_plugins_import_only_the_public_api(directory: Path) -> None:
                 if target != "probe.api":
                     bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {target}")
     assert bad == []
+
+
+LAYERS = {
+    "types": {"probe.model", "probe.result", "probe.errors", "probe.registry", "probe.version"},
+    "interfaces": {"probe.hookspecs", "probe.interfaces"},
+}
+
+
+def test_bottom_layers_import_only_downwards() -> None:
+    graph = _core_graph()
+    allowed = set()
+    for layer, modules in LAYERS.items():
+        allowed |= modules
+        for module in modules:
+            assert graph[module] <= allowed, f"{module} ({layer}) imports {sorted(graph[module] - allowed)}"
+    assert graph["probe.model"] == set(), "plain data types import nothing of probe"

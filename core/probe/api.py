@@ -20,6 +20,7 @@ from typing import Any
 
 from probe.builtin.layout import parse_number_list, plan_default
 from probe.builtin.layout import select_jobs as select_plans
+from probe.builtin.mappers import read_name_mapping
 from probe.errors import InputError, PluginError, ProbeError
 from probe.hookspecs import hookimpl
 from probe.interfaces import (
@@ -78,7 +79,7 @@ __all__ = [
     "NameNormalizer", "Pair", "PairPlan", "Pairer", "Pairing", "PluginError", "ProbeError", "Registries",
     "Row", "RowResult", "Summary", "TensorLoader", "TensorMetric",
     "atomic_write", "golden_key_lookup", "hookimpl", "judge_records", "parse_number_list", "plan_default",
-    "precision_index", "read_json", "read_yaml", "report_cells", "select_plans", "worst",
+    "precision_index", "read_json", "read_name_mapping", "read_yaml", "report_cells", "select_plans", "worst",
 ]
 """Names ``from probe.api import *`` gives; the numpy-backed names of :data:`_LAZY` are
 imported by name (``from probe.api import compare_arrays``)."""

@@ -8,6 +8,7 @@ import sys
 
 from probe.version import __version__
 from probe.errors import ProbeError
+from probe.plugins import Host
 
 MAIN_EPILOG = """examples:
   probe compare -tp target/dump.json -gp golden/dump.json -o out
@@ -60,8 +61,6 @@ def build_parser(host) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``probe`` command; returns the exit code."""
-    from probe.plugins import Host
-
     try:
         host = Host()
         parser = build_parser(host)

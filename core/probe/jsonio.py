@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from probe import runtime
 from probe.errors import InputError
 
 
@@ -125,9 +125,7 @@ def _member_entries(raw: bytes, pieces: list[tuple[int, int]], path: Path, key: 
 
 def parse_json(raw: bytes, path: Path) -> Any:
     """Parse JSON text read from ``path`` (see :func:`read_json`)."""
-    enabled = gc.isenabled()
-    gc.disable()  # the parsed tree holds no cycles; collection passes only cost time
-    try:
+    with runtime.gc_off():  # the parsed tree holds no cycles; collection passes only cost time
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -138,9 +136,6 @@ def parse_json(raw: bytes, path: Path) -> Any:
             raise InputError(f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", path) from None
         except UnicodeDecodeError:
             raise InputError("is not UTF-8 text", path) from None
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _duplicate_key(root: Any) -> tuple[str, int] | None:

@@ -5,14 +5,8 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 
+from probe.formats.msprobe.dtypes import dtypes_compatible
 from probe.model import FlatDump, KeyMap, MatchContext, Pair, Pairing, Row
-from probe.modes.common import canonical_dtype
-
-FLOAT_DTYPES = (
-    frozenset({"torch.float16", "torch.float32", "torch.float64", "torch.bfloat16"}),
-    frozenset({"Float16", "Float32", "Float64", "BFloat16"}),
-)
-
 
 def backward_renames(entries: Sequence[str]) -> dict[str, str]:
     """Map each backward entry name to its name with the call index renumbered.
@@ -54,31 +48,6 @@ def assign_keys(rows: Sequence[Row], renumber: bool) -> None:
             row.key = row.name if key == row.name else key  # share the name's string when equal
         else:
             row.key = row.name
-
-
-_DTYPE_CATEGORIES = {
-    **dict.fromkeys(("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"), "int"),
-    **dict.fromkeys(("float16", "float32", "float64", "bfloat16"), "float"),
-    "bool": "bool",
-    "complex64": "complex",
-    "complex128": "complex",
-}
-
-
-def dtypes_compatible(target: str, golden: str) -> bool:
-    """msProbe's dtype gate: equal, or both float types of the same framework.
-
-    Across frameworks (one dtype spelled ``torch.*``, the other not) the two only need to
-    be of the same kind (int / float / bool / complex), as msProbe does.
-    """
-    if target == golden:
-        return True
-    if any(target in family and golden in family for family in FLOAT_DTYPES):
-        return True
-    if target.startswith("torch.") != golden.startswith("torch."):
-        t, g = canonical_dtype(target), canonical_dtype(golden)
-        return _DTYPE_CATEGORIES.get(t, t) == _DTYPE_CATEGORIES.get(g, g)
-    return False
 
 
 def match_exact(

@@ -18,6 +18,7 @@ COMPARE_EPILOG = """examples:
   probe compare -tp target/step0/rank0/dump.json -gp golden/step0/rank0/dump.json -o out
   probe compare -tp target/step0 -gp golden/step0 -o out --xlsx          # every rank
   probe compare -tp target -gp golden -o out --format csv,json --jobs 4  # every step and rank
+  probe compare -tp target -gp golden -o out --rank 0,3 --step 1         # some ranks of one step
   probe compare -tp t/dump.json -gp g/dump.json -fm -hl                  # fuzzy match, highlight
   probe compare -tp t/dump.json -gp g/dump.json -dm mapping.yaml --fail-on error
   probe compare -i compare.json -o out                                   # msProbe's input file
@@ -42,6 +43,10 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
                     help="parallel processes for ranks and tensor loading (default: CPU count)")
     io.add_argument("--executor", choices=("process", "dask"), default=None,
                     help="where rank jobs run: local processes (default) or a dask cluster (pip install 'probe[dask]')")
+    io.add_argument("--rank", dest="rank", default=None, metavar="N[,N]",
+                    help="ranks to compare, comma separated (default: every rank found on both sides)")
+    io.add_argument("--step", dest="step", default=None, metavar="N[,N]",
+                    help="steps to compare, comma separated (default: every step found on both sides)")
     io.add_argument("--scheduler", metavar="ADDRESS", default=None,
                     help="dask scheduler address for --executor dask (default: $DASK_SCHEDULER_ADDRESS, "
                          "else a local cluster of -j workers); -o must be on storage every worker sees")
@@ -49,8 +54,6 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     match.add_argument("-fm", "--fuzzy_match", action="store_true", default=None,
                        help="match rows ignoring call indices")
     match.add_argument("-dm", "--data_mapping", metavar="FILE", help="YAML of target row name: golden row name")
-    match.add_argument("-cm", "--cell_mapping", nargs="?", const=True, metavar="FILE",
-                       help="map Cell to Module, and module path/class fragments from a YAML file")
     report = parser.add_argument_group("report")
     report.add_argument("-hl", "--highlight", action="store_true", default=None,
                         help="colour rows red/yellow (xlsx fills, Highlight column in CSV/JSON)")

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from probe.errors import InputError
+from probe.interfaces import Registries
 from probe.model import ModeContext, Pair, Row
 from probe.result import RowResult
 
 from probe.graph.node import Graph, GraphNode
-
-if TYPE_CHECKING:  # pragma: no cover
-    from probe.plugins import Host
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +77,7 @@ def pair_rows(npu: GraphNode, bench: GraphNode) -> list[Pair]:
     return pairs
 
 
-def _find_mode(host: Host | None, task: str):
+def _find_mode(host: Registries | None, task: str):
     if host is None:
         return None
     try:
@@ -104,7 +102,7 @@ def compute_metrics(
     npu: Graph,
     bench: Graph,
     task: str,
-    host: Host | None,
+    host: Registries | None,
     jobs: int = 1,
     merged: bool = False,
     row_pairs: Sequence[Pair] | None = None,

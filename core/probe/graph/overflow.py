@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from probe.errors import InputError
+from probe.formats.msprobe.names import NON_TENSOR_DTYPES
 from probe.jsonio import read_yaml
 from probe.model import Row
 
@@ -96,7 +97,7 @@ def _anomalous(row: Row) -> bool:
 
 
 def _is_tensor(row: Row) -> bool:
-    return not row.dtype.startswith("<class") and row.dtype not in ("N/A", "torch.Size", "slice", "ellipsis", "torch.ProcessGroup")
+    return not row.dtype.startswith("<class") and row.dtype not in NON_TENSOR_DTYPES
 
 
 def _norm(row: Row) -> float | None:
