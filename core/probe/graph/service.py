@@ -6,13 +6,15 @@ import json
 import logging
 import os
 import re
+import shutil
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from probe import stages
+from probe import runtime, stages
 from probe.errors import InputError
 
 from probe.graph.build import build_graph
@@ -187,19 +189,14 @@ def _build(source: GraphSource, side: str) -> Graph:
     return build_graph(source.directory, side, source.step, source.rank)
 
 
-def _build_one(job: tuple[GraphSource, str]) -> Graph:
-    return _build(*job)
+def _build_chunk(jobs: list[tuple[GraphSource, str]]) -> list[Graph]:
+    return [_build(*job) for job in jobs]
 
 
 def build_graphs(jobs: list[tuple[GraphSource, str]], workers: int = 1) -> list[Graph]:
     """Build the graph of every (source, side), in parallel processes when ``workers > 1``."""
-    workers = min(workers, len(jobs))
-    if workers <= 1:
-        return [_build(*job) for job in jobs]
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(_build_one, jobs))
+    return [g for chunk in runtime.parallel_map(_build_chunk, [[job] for job in jobs], workers=workers)
+            for g in chunk]
 
 
 @dataclass
@@ -260,6 +257,13 @@ def _pair_worker(
     return _summary(graphs, task, matched, nodes, options, link)
 
 
+def _pair_unit(unit: tuple[int, GraphSource, GraphSource | None], options: GraphOptions, rules, link: bool,
+               scratch: Path) -> PairResult:
+    """:func:`_pair_worker` for one ``(index, target, golden)`` unit; its rows go to ``part{index}.db``."""
+    index, npu_source, bench_source = unit
+    return _pair_worker(npu_source, bench_source, options, rules, link, scratch / f"part{index}.db")
+
+
 def default_jobs(pairs: int) -> int:
     """Worker processes used when ``GraphOptions.jobs`` is not set."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -284,25 +288,15 @@ def _run_pairs(
             results.append(result)
             progress.step()
         return results
-    import shutil
-    import tempfile
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
     scratch = Path(tempfile.mkdtemp(prefix=".probe-graph-", dir=options.output))
     try:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {
-                pool.submit(_pair_worker, npu_source, bench_source, options, rules, link, scratch / f"part{i}.db"): i
-                for i, (npu_source, bench_source) in enumerate(pairs)
-            }
-            done: dict[int, PairResult] = {}
-            for future in as_completed(futures):
-                index = futures[future]
-                done[index] = future.result()
-                writer.copy_part(scratch / f"part{index}.db")
-                (scratch / f"part{index}.db").unlink()
-                progress.step()
-        results = [done[i] for i in range(len(pairs))]
+        units = [(i, npu_source, bench_source) for i, (npu_source, bench_source) in enumerate(pairs)]
+        for (index, _, _), result in zip(units, runtime.run_each(_pair_unit, units, options, rules, link, scratch,
+                                                                 workers=workers)):
+            results.append(result)
+            writer.copy_part(scratch / f"part{index}.db")
+            (scratch / f"part{index}.db").unlink()
+            progress.step()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return results

@@ -19,9 +19,6 @@ def _is_torchair(request: Any) -> bool:
 @hookimpl
 def probe_add_compare_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("TorchAir (-m torchair)")
-    if "--rank" not in parser._option_string_actions:  # another plugin may own --rank
-        group.add_argument("--rank", dest="rank", default=None, metavar="R[,R]",
-                           help="ranks to compare (default: every rank found on both sides)")
     group.add_argument("--fx-token-offset", dest="fx_token_offset", type=int, choices=(0, 1),
                        default=None,
                        help="FX token directory number minus token id (default: 1 for the "
