@@ -14,7 +14,7 @@ PLUGIN_DIRS = sorted(ROOT.glob("plugins/*/probe_*")) + [ROOT / "tests" / "plugin
 LAZY_ALLOWED = {
     # optional or heavy third-party modules, imported where they are first needed
     "numpy", "yaml", "rich", "openpyxl", "dask", "torch", "tensorboard", "selenium",
-    "concurrent", "multiprocessing", "tempfile", "shutil", "pickle", "importlib",
+    "concurrent", "multiprocessing", "tempfile", "shutil", "pickle", "importlib", "matplotlib",
 }
 """Top-level package names a core function may import lazily (start-up time, optional extras)."""
 
@@ -31,6 +31,13 @@ LAZY_CORE_MODULES = {
     ("probe/builtin/graph_commands.py", "probe.graph.service"),
     ("probe/builtin/graph_commands.py", "probe.viewer.writer"),
     ("probe/builtin/graph_commands.py", "probe.graph.merge"),
+    ("probe/builtin/graph_commands.py", "probe.diagnosis"),
+    ("probe/builtin/analysis.py", "probe.diagnosis.analyzer"),
+    ("probe/builtin/analysis.py", "probe.diagnosis.command"),
+    ("probe/diagnosis/command.py", "probe.builtin.commands"),
+    ("probe/diagnosis/command.py", "probe.console"),
+    ("probe/diagnosis/command.py", "probe.viewer.chart"),
+    ("probe/diagnosis/analyzer.py", "probe.viewer.chart"),
 }
 """(file, probe module) pairs kept lazy because the module imports numpy, yaml or rich."""
 

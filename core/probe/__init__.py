@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from probe.api import *  # noqa: F403 - the public plugin API, re-exported
 from probe.api import __all__ as _api_names
+from probe.diagnosis import diagnose
 from probe.pipeline import compare
 from probe.version import __version__
 
-__all__ = ["compare", "__version__", *_api_names]
+__all__ = ["compare", "diagnose", "__version__", *_api_names]
