@@ -13,8 +13,8 @@ PLUGIN_DIRS = sorted(ROOT.glob("plugins/*/probe_*")) + [ROOT / "tests" / "plugin
 
 LAZY_ALLOWED = {
     # optional or heavy third-party modules, imported where they are first needed
-    "numpy", "yaml", "rich", "openpyxl", "dask", "torch", "tensorboard", "selenium",
-    "concurrent", "multiprocessing", "tempfile", "shutil", "pickle", "importlib", "matplotlib",
+    "numpy", "yaml", "rich", "openpyxl", "dask", "torch", "tensorboard", "selenium", "matplotlib",
+    "concurrent", "multiprocessing", "tempfile", "shutil", "pickle", "importlib",
 }
 """Top-level package names a core function may import lazily (start-up time, optional extras)."""
 
@@ -31,13 +31,9 @@ LAZY_CORE_MODULES = {
     ("probe/builtin/graph_commands.py", "probe.graph.service"),
     ("probe/builtin/graph_commands.py", "probe.viewer.writer"),
     ("probe/builtin/graph_commands.py", "probe.graph.merge"),
-    ("probe/builtin/graph_commands.py", "probe.diagnosis"),
     ("probe/builtin/analysis.py", "probe.diagnosis.analyzer"),
     ("probe/builtin/analysis.py", "probe.diagnosis.command"),
-    ("probe/diagnosis/command.py", "probe.builtin.commands"),
     ("probe/diagnosis/command.py", "probe.console"),
-    ("probe/diagnosis/command.py", "probe.viewer.chart"),
-    ("probe/diagnosis/analyzer.py", "probe.viewer.chart"),
 }
 """(file, probe module) pairs kept lazy because the module imports numpy, yaml or rich."""
 
@@ -176,3 +172,13 @@ def test_bottom_layers_import_only_downwards() -> None:
         for module in modules:
             assert graph[module] <= allowed, f"{module} ({layer}) imports {sorted(graph[module] - allowed)}"
     assert graph["probe.model"] == set(), "plain data types import nothing of probe"
+
+
+def test_command_line_start_up_imports_no_heavy_module() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; from probe.cli import build_parser; from probe.plugins import Host; "
+            "build_parser(Host()); print(sorted(m for m in ('numpy', 'yaml', 'rich', 'torch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

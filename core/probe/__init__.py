@@ -1,8 +1,8 @@
 """probe: compare two neural-network dumps and find the operator that went wrong.
 
-``import probe`` never imports a deep-learning framework (nor numpy). ``probe.compare`` is
-the Python entry point; every name of the public plugin API (:mod:`probe.api`) is also
-available here (``from probe import hookimpl, PairPlan``).
+``import probe`` never imports a deep-learning framework (nor numpy). ``probe.compare`` and
+``probe.diagnose`` are the Python entry points; every name of the public plugin API
+(:mod:`probe.api`) is also available here (``from probe import hookimpl, PairPlan``).
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from probe.diagnosis import diagnose
 from probe.errors import InputError, ProbeError
 from probe.hookspecs import hookimpl
 from probe.interfaces import Command
@@ -145,8 +146,6 @@ def _diagnose_for_page(args: argparse.Namespace, host):
     diagnosed: the page then charts the graph's own metrics)."""
     if not args.golden_path:
         return None
-    from probe.diagnosis import diagnose
-
     options = {"fuzzy_match": True} if args.fuzzy_match else {}
     if args.layer_mapping:
         options["layer_mapping"] = args.layer_mapping

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from probe.diagnosis.analyzer import DIAGNOSIS_KEY
+from probe.diagnosis.analyzer import DiagnosisAnalyzer
 from probe.diagnosis.report import DIVERGENT, IDENTICAL, NOISE, Diagnosis, Suspect
 from probe.errors import InputError, ProbeError
 from probe.model import CompareRequest
@@ -30,18 +30,17 @@ def diagnose(target: str | os.PathLike, golden: str | os.PathLike, output: str |
     names (``fuzzy_match=True``, ``data_mapping="map.yaml"``...). Raises
     :class:`probe.errors.ProbeError` subclasses on bad input.
     """
-
     request = CompareRequest(
         target=Path(target), golden=Path(golden), output_dir=Path(output) if output is not None else None,
         framework=framework, formats=tuple(formats), jobs=jobs,
         options={**options, "compare_only": True, "diff_analyze": False, "quiet_diagnosis": True},
     )
-    run = run_compare(request, host=host, keep=False)  # the diagnosis analyzer runs with the others
-    errors = run.errors
-    if errors and len(errors) == len(run.outcomes):
-        exc = ProbeError(errors[0].error)
-        exc.exit_code = errors[0].exit_code
+    run = run_compare(request, host=host, keep=False)
+    if run.errors and len(run.errors) == len(run.outcomes):
+        exc = ProbeError(run.errors[0].error)
+        exc.exit_code = run.errors[0].exit_code
         raise exc
-    if DIAGNOSIS_KEY not in request.options:
+    analysis = run.analysis(DiagnosisAnalyzer.name)
+    if analysis is None or analysis.data is None:
         raise InputError("nothing to diagnose (no compared rows)", target)
-    return request.options[DIAGNOSIS_KEY]
+    return analysis.data

@@ -16,6 +16,7 @@ from probe.diagnosis.rank import diagnose_facts
 from probe.diagnosis.report import DIVERGENT, Diagnosis
 from probe.io import prepare_output_dir, timestamp
 from probe.result import Analysis
+from probe.viewer.chart import write_diagnosis_files
 
 DIAGNOSIS_KEY = "_diagnosis"
 """Where the finished diagnosis is left in ``CompareRequest.options`` for later analyzers."""
@@ -41,7 +42,6 @@ class DiagnosisAnalyzer:
         return rank_facts(result) if analysable(result) else None
 
     def analyze(self, request: Any, digests: list[RankFacts | None]) -> Analysis:
-        """Diagnose the facts of every rank; the console shows the lines of :func:`diagnosis_lines`."""
         facts = [d for d in digests if d is not None]
         if not facts:
             return Analysis(self.name)
@@ -51,8 +51,6 @@ class DiagnosisAnalyzer:
         if request.output_dir is not None:
             written.append(diagnosis.write(prepare_output_dir(request.output_dir), timestamp()))
             if request.options.get("diagnosis_html") or request.options.get("diagnosis_png"):
-                from probe.viewer.chart import write_diagnosis_files
-
                 diagnosis.pictures = write_diagnosis_files(
                     diagnosis, written[0], html=bool(request.options.get("diagnosis_html")),
                     png=bool(request.options.get("diagnosis_png")), title=f"probe diagnosis - {request.target}")
@@ -61,27 +59,32 @@ class DiagnosisAnalyzer:
         return Analysis(self.name, written, shown, diagnosis)
 
 
+class _Lines(list):
+    def print(self, item: Any) -> None:
+        self.append(item)
+
+
 def diagnosis_lines(diagnosis: Diagnosis) -> list[Any]:
-    """The console lines of a diagnosis (rich text): verdict, first suspects, the file."""
+    """The console lines of a diagnosis (verdict, first suspects, the file), for a console to print."""
     from rich.text import Text
 
-    shown: list[Any] = []
+    out = _Lines()
     line = Text("diagnosis: ")
     style = {"identical": "green", "noise": "green", DIVERGENT: "bold red"}.get(diagnosis.verdict, "")
     line.append(diagnosis.verdict, style=style)
     if diagnosis.first is not None:
         line.append(f" ({len(diagnosis.suspects)} suspect(s))")
-    shown.append(line)
+    out.print(line)
     for position, suspect in enumerate(diagnosis.suspects[:MAX_LISTED], 1):
         head = Text(f"  {position}. ")
         head.append(suspect.node, style="bold red" if position == 1 else "bold")
         head.append(f"  {suspect.kind}, {suspect.where()}, {suspect.direction}")
-        shown.append(head)
-        shown.append(Text(f"     {suspect.evidence}", style="dim"))
+        out.print(head)
+        out.print(Text(f"     {suspect.evidence}", style="dim"))
     if diagnosis.first is None and diagnosis.verdict == "noise":
-        shown.append(Text("  every difference is within the rounding noise of the dtypes", style="dim"))
+        out.print(Text("  every difference is within the rounding noise of the dtypes", style="dim"))
     if diagnosis.path is not None:
-        shown.append(Text(f"diagnosis: {diagnosis.path}"))
+        out.print(f"diagnosis: {diagnosis.path}")
     for picture in getattr(diagnosis, "pictures", ()):
-        shown.append(Text(f"diagnosis {'page' if picture.suffix == '.html' else 'picture'}: {picture}"))
-    return shown
+        out.print(f"diagnosis {'page' if picture.suffix == '.html' else 'picture'}: {picture}")
+    return out
