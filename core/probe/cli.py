@@ -8,6 +8,7 @@ import sys
 
 from probe.version import __version__
 from probe.errors import ProbeError
+from probe.io import os_error
 from probe.plugins import Host
 
 MAIN_EPILOG = """examples:
@@ -80,6 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     except ProbeError as exc:
         print(f"probe: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:  # an unreadable directory, a full disk: one line, exit 2
+        error = os_error(exc)
+        print(f"probe: error: {error}", file=sys.stderr)
+        return error.exit_code
     except KeyboardInterrupt:
         print("probe: interrupted", file=sys.stderr)
         return 130

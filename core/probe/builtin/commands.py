@@ -88,6 +88,9 @@ def request_from_args(args: argparse.Namespace, host: Any) -> Any:
         doc = read_json(Path(args.input_path))
         if not isinstance(doc, dict) or "npu_path" not in doc or "bench_path" not in doc:
             raise InputError("must hold npu_path and bench_path", args.input_path)
+        for key in ("npu_path", "bench_path", "stack_path"):
+            if doc.get(key) is not None and not isinstance(doc[key], str):
+                raise InputError(f"{key} must be a path (text), not {type(doc[key]).__name__}", args.input_path)
         target = target or doc["npu_path"]
         golden = golden or doc["bench_path"]
         if doc.get("stack_path"):

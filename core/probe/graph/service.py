@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from pathlib import Path
 
 from probe import runtime, stages
 from probe.errors import InputError
+from probe.io import no_space, prepare_output_dir, temp_dir, write_error
 
 from probe.graph.build import build_graph
 from probe.graph.db import VisDbWriter, write_part
@@ -288,7 +288,7 @@ def _run_pairs(
             results.append(result)
             progress.step()
         return results
-    scratch = Path(tempfile.mkdtemp(prefix=".probe-graph-", dir=options.output))
+    scratch = temp_dir(options.output, "graph")
     try:
         units = [(i, npu_source, bench_source) for i, (npu_source, bench_source) in enumerate(pairs)]
         for (index, _, _), result in zip(units, runtime.run_each(_pair_unit, units, options, rules, link, scratch,
@@ -357,7 +357,7 @@ def _merged_graphs(kind: str, pairs, options: GraphOptions, rules, host: Host | 
 
 def run_graph(options: GraphOptions, host: Host | None = None) -> GraphRun:
     """Run ``graph_visualize``; returns the db written (and the graphs, for callers and tests)."""
-    options.output.mkdir(parents=True, exist_ok=True)
+    prepare_output_dir(options.output)
     stamp = options.timestamp or time.strftime("%Y%m%d%H%M%S")
     compare = options.golden is not None
     merged = bool(options.merge)
@@ -398,8 +398,10 @@ def run_graph(options: GraphOptions, host: Host | None = None) -> GraphRun:
         writer.write_config(compare, task, micro_steps, options.overflow_check,
                             (k[2] for k in keys), (k[1] for k in keys))
         db = writer.close()
-    except BaseException:
+    except BaseException as exc:
         writer.abort()
+        if no_space(exc):
+            raise write_error(exc, db_path) from None
         raise
     run = GraphRun(db=db, graphs=graphs, nodes=nodes, matched=matched)
     if options.html:

@@ -50,7 +50,8 @@ def item_row(item: KernelTensor | None) -> Row:
     """A row for one kernel item (an empty row stands for the missing side of a pair)."""
     if item is None:
         return Row("", "", "", "", "", (None,) * 4, "N/A", None, "")
-    row = Row(item.display, item.display, "", item.dtype, item.shape, item.stats, "N/A", None, item.source,
+    stats = item.stats if len(item.stats) == 4 else (None,) * 4  # .npy items: statistics come when loaded
+    row = Row(item.display, item.display, "", item.dtype, item.shape, stats, "N/A", None, item.source,
               {"item": item})
     row.key = item.key
     return row

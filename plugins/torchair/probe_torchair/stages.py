@@ -190,9 +190,7 @@ class TorchairMode:
             found = [f"{path}: {problems[path]}" for path in problems if path not in known]
             if spec.first_problem:
                 found.insert(0, f"{spec.problem_path}: {spec.problem}")
-            if found:
-                for line in found:
-                    log.error("%s", line)
+            if found:  # printed once, by the console summary
                 record.extra["problem"] = "\n".join(found)
             records.append(record)
             if ctx.progress:
