@@ -50,7 +50,7 @@ def dump_reader(data: bytes) -> None:
 
     path = _file("dump.json", data)
     try:
-        load_dump(path, default_host())
+        load_dump(path, default_host().readers.get("msprobe-json"))
     except InputError:
         pass
 
