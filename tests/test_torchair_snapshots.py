@@ -1,4 +1,4 @@
-"""TorchAir reports keep their bytes: CSV digests of generated GE/FX compares.
+"""TorchAir reports keep their bytes: CSV digests of generated GE/FX compares (26.2 layout).
 
 The digests were taken from the reports of the TorchAir engine before it ran through the
 stages (``TorchairJob``), with the input directory written as ``<tmp>``. A change of output
@@ -34,18 +34,18 @@ def _run(case: str, root: Path) -> Path:
     out = root / "out" / case
     ge = t.make_ge(root / "ge", fused=True)
     if case == "fx_new":
-        compare(ge, t.make_fx_new(root / "fxn") / "worldsize2_global_rank0", out, framework="torchair")
+        compare(ge, t.make_fx_new(root / "fxn") / "worldsize2_global_rank0", out, framework="torchair", torchair_layout="26.2")
     elif case == "fx_old":
-        compare(ge, t.make_fx_old(root / "fxo"), out, framework="torchair")
+        compare(ge, t.make_fx_old(root / "fxo"), out, framework="torchair", torchair_layout="26.2")
     elif case == "off":
-        compare(ge, t.make_ge(root / "off", fused=False), out, framework="torchair")
+        compare(ge, t.make_ge(root / "off", fused=False), out, framework="torchair", torchair_layout="26.2")
     elif case == "md5":
-        compare(ge, t.make_fx_old(root / "fxo"), out, framework="torchair", metric_mode="md5")
+        compare(ge, t.make_fx_old(root / "fxo"), out, framework="torchair", torchair_layout="26.2", metric_mode="md5")
     else:
         for rank in (0, 1):
             t.make_ge(root / "mrge", fused=True, tokens=(0,), rank=rank)
             t.make_fx_new(root / "mrfx", tokens=(0,), rank=rank)
-        compare(root / "mrge", root / "mrfx", out, framework="torchair")
+        compare(root / "mrge", root / "mrfx", out, framework="torchair", torchair_layout="26.2")
     return out
 
 

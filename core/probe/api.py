@@ -78,7 +78,7 @@ __all__ = [
     "Exporter", "FlatDump", "InputError", "KeyMap", "Mapper", "MatchContext", "MetricMode", "ModeContext",
     "NameNormalizer", "Pair", "PairPlan", "Pairer", "Pairing", "PluginError", "ProbeError", "Registries",
     "Row", "RowResult", "Summary", "TensorLoader", "TensorMetric",
-    "atomic_write", "csv_rows", "open_regular", "golden_key_lookup", "hookimpl", "judge_records", "parse_number_list", "plan_default",
+    "atomic_write", "csv_rows", "golden_key_lookup", "open_regular", "hookimpl", "judge_records", "parse_number_list", "plan_default",
     "precision_index", "read_json", "read_name_mapping", "read_yaml", "report_cells", "select_plans", "worst",
 ]
 """Names ``from probe.api import *`` gives; the numpy-backed names of :data:`_LAZY` are

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from probe.errors import InputError
 from probe.cells import safe_row
+from probe.errors import InputError
 from probe.io import atomic_path, prepare_output_dir, timestamp, unique_path
 from probe.jsonio import csv_rows, read_json, read_yaml
 

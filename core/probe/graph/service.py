@@ -55,7 +55,8 @@ class GraphOptions:
     target: Path
     output: Path
     golden: Path | None = None
-    layer_mapping: Path | None = None
+    layer_mapping: Path | bool | None = None
+    """A mapping file, or ``True`` for ``-lm`` without one (modules pair by path, any class)."""
     overflow_check: bool = False
     overflow_rules: Path | None = None
     """Extra false-positive rules for ``-oc`` (added to ``probe/data/overflow_rules.yaml``)."""
@@ -131,8 +132,8 @@ def _compare_pairs(npu: Graph, bench: Graph, options: GraphOptions, host: Host |
     mapping of node or row names (``{npu name: bench name}``), which only the graph reads, and
     a host without a layer mapper leave matching to :func:`match_graphs`.
     """
-    if host is None or options.layer_mapping is None or npu.dump is None or bench.dump is None:
-        return None
+    if host is None or not isinstance(options.layer_mapping, (str, Path)) or npu.dump is None or bench.dump is None:
+        return None  # no -lm, or -lm without a file (modules pair by path in match_graphs)
     if is_pair_mapping(load_mapping(options.layer_mapping)):
         return None
     settings = {"layer_mapping": str(options.layer_mapping)}
@@ -162,10 +163,22 @@ def compare_pair(
     judge_graph(by_node, mode)
     judge_collections(list(npu.nodes.values()))
     if options.tensor_log:
-        for node, rows in by_node.items():
-            log.info("compared %s with %s: %d rows", node.name, node.match.name if node.match else "-", len(rows))
+        print_tensor_log(by_node)
     _share_micro_steps(npu, bench)
     return task, matched
+
+
+def print_tensor_log(by_node: dict[GraphNode, list]) -> None:
+    """``-tensor_log``: one line per compared row with its metrics, as ``probe compare`` prints them."""
+    for node, records in by_node.items():
+        for pair in (record.pair for record in records):
+            if pair.golden is None:
+                continue
+            values = node.metrics.get(pair.target.name)
+            if values is None:
+                continue
+            metrics = ", ".join(f"{name} {value}" for name, value in values.items()) or "md5 only"
+            print(f"[{pair.target.name}] Compare result: {metrics}, bench {pair.golden.name}", flush=True)
 
 
 def _share_micro_steps(npu: Graph, bench: Graph) -> None:

@@ -19,6 +19,11 @@ def _is_torchair(request: Any) -> bool:
 @hookimpl
 def probe_add_compare_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("TorchAir (-m torchair)")
+    group.add_argument("--torchair-layout", dest="torchair_layout", choices=("documented", "26.2"),
+                       default=None,
+                       help="report columns: 'documented' (default; API Name, Data Name, Cosine, EucDist, "
+                            "MaxAbsErr, MaxRelativeErr, 1/1000 and 5/1000 ratios, Result, Err_message; -hl "
+                            "colours red/yellow/green) or '26.2' (msProbe 26.2's token_id ... cmp_fail_reason)")
     group.add_argument("--fx-token-offset", dest="fx_token_offset", type=int, choices=(0, 1),
                        default=None,
                        help="FX token directory number minus token id (default: 1 for the "
@@ -37,6 +42,7 @@ def probe_plan_compare(request: Any) -> list[Any] | None:
         ranks=sorted(parse_number_list(request.option("rank"), "rank") or []) or None,
         mode=request.option("metric_mode"),
         token_offset=request.option("fx_token_offset"),
+        layout=request.option("torchair_layout"),
     )
 
 
@@ -57,10 +63,9 @@ def probe_register_pairers(register: Any) -> None:
 
 @hookimpl
 def probe_register_modes(register: Any) -> None:
-    from probe_torchair.stages import TorchairMode
+    from probe_torchair.stages import MODES
 
-    for kind in ("statistics", "tensor", "md5"):
-        mode = TorchairMode(kind)
+    for mode in MODES:
         register.add(mode.name, mode)
 
 

@@ -4,8 +4,9 @@
   ``torchair-fx`` (one row per FX token directory, with the FX ops found in it);
 * pairer ``torchair-tokens``: reads the GE graphs, splits fused ops, pairs GE tensors with
   FX tensors (GE<->FX) or with fusion-off GE tensors (GE<->GE), token by token;
-* modes ``torchair-tensor``, ``torchair-statistics`` and ``torchair-md5``: TorchAir's own
-  metrics and PASS/FAIL rule, in the ``msprobe_cmp_report`` column layout.
+* modes ``torchair-tensor``, ``torchair-statistics`` and ``torchair-md5`` (the documented
+  report columns) and ``torchair-*-26.2`` (msProbe 26.2's columns): TorchAir's own metrics and
+  PASS/FAIL rule; with ``-hl`` each row is coloured green / red / yellow (PASS / FAIL / N/A).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from probe_torchair import layout
 from probe_torchair.compare import build_pairs, compute_row, plan_units
 from probe_torchair.fxdump import FxOp, read_token_dir
 from probe_torchair.graph import Graph
-from probe_torchair.report import cell, columns
+from probe_torchair.report import COLOURS, DOCUMENTED, HIGHLIGHT, LEGACY, layout_cells, layout_columns, verdict_of
 
 log = logging.getLogger("probe.torchair")
 
@@ -101,19 +102,6 @@ def _unique_groups(rows: Sequence[Row]) -> list[Any]:
     return list(seen.values())
 
 
-def has_statistics_only(dump: FlatDump) -> bool:
-    """Whether a TorchAir dump holds min/max info files (then the compare is statistics)."""
-    for row in dump.rows:
-        extra = row.extra or {}
-        op = extra.get("op")
-        if op is not None and op.name.kind == "min_max":
-            return True
-        fx: dict[str, FxOp] = extra.get("ops", {})
-        if any(ref.name.min_max for fx_op in fx.values() for refs in fx_op.tensors.values() for ref in refs.values()):
-            return True
-    return False
-
-
 class TokenPairer:
     """GE tensors paired with FX or fusion-off GE tensors through the GE graphs, token by token."""
 
@@ -158,21 +146,29 @@ def _pair(spec: Any, token: int) -> Pair:
     return Pair(target, golden)
 
 
-class TorchairMode:
-    """One TorchAir metric mode (``tensor``, ``statistics`` or ``md5``); verdicts PASS/FAIL."""
+def mode_name(kind: str, layout: str = DOCUMENTED) -> str:
+    """``torchair-tensor`` (documented columns) or ``torchair-tensor-26.2``."""
+    return f"torchair-{kind}" if layout == DOCUMENTED else f"torchair-{kind}-{layout}"
 
-    def __init__(self, kind: str) -> None:
+
+class TorchairMode:
+    """One TorchAir metric mode (``tensor``, ``statistics`` or ``md5``) in one report layout.
+
+    Verdicts are TorchAir's PASS / FAIL; with ``-hl`` each row carries its colour in
+    ``Highlight`` (the judge adds the column).
+    """
+
+    def __init__(self, kind: str, layout: str = DOCUMENTED) -> None:
         self.kind = kind
-        self.name = f"torchair-{kind}"
+        self.layout = layout
+        self.name = mode_name(kind, layout)
 
     def accepts(self, target: FlatDump, golden: FlatDump) -> bool:
-        if target.info.task != TASK or self.kind == "md5":
-            return False
-        stats = has_statistics_only(target) or has_statistics_only(golden)
-        return stats == (self.kind == "statistics")
+        """Never chosen by auto detection: the TorchAir planner names the mode of each plan."""
+        return False
 
     def columns(self, with_stack: bool = False, extra_metrics: Sequence[str] = ()) -> list[str]:
-        return columns(self.kind)
+        return layout_columns(self.kind, self.layout)
 
     def compute(self, pairs: Sequence[Pair], ctx: ModeContext) -> list[RowResult]:
         """Load both tensors of every pair and compute its report row (``data_id`` = position)."""
@@ -186,7 +182,10 @@ class TorchairMode:
             spec, token = pair.target.extra["spec"], pair.target.extra["token"]
             known = set(problems)
             record = RowResult(pair, tuple(compute_row(spec, self.kind, token, data_id, problems)))
-            record.verdict = _VERDICTS.get(str(record.metrics[-2]), UNMATCHED)
+            result = str(verdict_of(list(record.metrics), self.kind))
+            record.verdict = _VERDICTS.get(result, UNMATCHED)
+            if ctx.options.get("highlight"):
+                record.extra[HIGHLIGHT] = COLOURS.get(result, "yellow")
             found = [f"{path}: {problems[path]}" for path in problems if path not in known]
             if spec.first_problem:
                 found.insert(0, f"{spec.problem_path}: {spec.problem}")
@@ -201,4 +200,7 @@ class TorchairMode:
         """Verdicts are set in ``compute`` (TorchAir's rule needs nothing across rows)."""
 
     def render(self, row: RowResult, with_stack: bool = False) -> list[Any]:
-        return [cell(v) for v in row.metrics]
+        return layout_cells(list(row.metrics), self.kind, self.layout)
+
+
+MODES = [TorchairMode(kind, layout) for layout in (DOCUMENTED, LEGACY) for kind in ("statistics", "tensor", "md5")]
