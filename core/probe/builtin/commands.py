@@ -148,7 +148,7 @@ def request_from_args(args: argparse.Namespace, host: Any) -> Any:
     if args.format:
         formats = [f.strip().lower() for f in args.format.split(",") if f.strip()]
     check_compare_mode(options.get("compare_mode"), host)
-    framework = args.framework
+    framework = options["framework_option"] = args.framework  # what -f said, before detection
     if not framework and options.get("compare_mode") not in (None, "auto"):
         framework = options["compare_mode"]
     if not framework:
