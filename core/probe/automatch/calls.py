@@ -1,0 +1,135 @@
+"""Calls: the rows of one dump entry grouped, with what matching looks at.
+
+A *call* is one entry of a dump (``Functional.linear.3.forward``,
+``Module.layers.0.attn.q.Linear.forward.0``, ``Module.x.Linear.parameters_grad.0``).
+Matching pairs calls first and rows inside paired calls afterwards.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from probe.model import Row
+
+DIRECTIONS = ("forward", "backward", "parameters_grad")
+MODULE_PREFIXES = ("Module", "Cell")
+
+_DTYPE_KIND = {
+    **dict.fromkeys(("float16", "float32", "float64", "bfloat16", "half", "float", "double"), "f"),
+    **dict.fromkeys(("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "long", "int"), "i"),
+    "bool": "b",
+    "complex64": "c",
+    "complex128": "c",
+}
+
+
+def dtype_kind(dtype: str) -> str:
+    """``f``/``i``/``b``/``c`` for tensor dtypes of either framework, else the dtype itself."""
+    text = dtype.rsplit(".", 1)[-1].lower()
+    return _DTYPE_KIND.get(text, dtype)
+
+
+def op_name(api: str) -> str:
+    """The framework-neutral name of an API: ``Tensor.__add__`` -> ``add``, ``Mint.matmul`` -> ``matmul``."""
+    last = api.rsplit(".", 1)[-1]
+    return last.strip("_").lower()
+
+
+@dataclass(slots=True)
+class Tensor:
+    """One tensor row of a call: what fingerprints it."""
+
+    row: Row
+    suffix: str
+    state: str
+    shape: str
+    kind: str
+    stats: tuple[float, float, float, float] | None
+
+
+@dataclass(slots=True)
+class Call:
+    """One dump entry and its rows."""
+
+    entry: str
+    order: int
+    kind: str
+    """``api`` or ``module``."""
+    direction: str
+    op: str
+    """API: the neutral op name; module: its class name."""
+    path: str
+    """API: the API name (``Functional.linear``); module: the attribute path."""
+    number: int
+    """The call index in the name (API counter, module call count)."""
+    rows: list[Row] = field(default_factory=list)
+    tensors: list[Tensor] = field(default_factory=list)
+    by_suffix: dict[str, Row] = field(default_factory=dict)
+
+    def group(self, state: str) -> list[Tensor]:
+        return [t for t in self.tensors if t.state == state]
+
+
+def parse_entry(entry: str) -> tuple[str, str, str, str, int] | None:
+    """``(kind, direction, path, op, number)`` of an entry name, or ``None`` for other names."""
+    parts = entry.split(".")
+    if len(parts) < 3:
+        return None
+    if parts[0] in MODULE_PREFIXES:
+        for i in range(len(parts) - 1, 1, -1):
+            if parts[i] in DIRECTIONS:
+                number = parts[i + 1] if i + 1 < len(parts) else "0"
+                cls = parts[i - 1]
+                path = ".".join(parts[1 : i - 1])
+                return "module", parts[i], path, cls, int(number) if number.isdigit() else 0
+        return None
+    if parts[-1] in ("forward", "backward") and parts[-2].isdigit() and len(parts) >= 4:
+        api = ".".join(parts[:-2])
+        return "api", parts[-1], api, op_name(api), int(parts[-2])
+    return None
+
+
+def _stats(row: Row) -> tuple[float, float, float, float] | None:
+    values = row.stats
+    if values is None or len(values) != 4:
+        return None
+    out = []
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        number = float(value)
+        if not math.isfinite(number):
+            return None
+        out.append(number)
+    return out[0], out[1], out[2], out[3]
+
+
+def _is_tensor(row: Row) -> bool:
+    shape = row.shape
+    return shape.startswith("[") and not row.dtype.startswith("<class") and row.dtype not in (
+        "torch.Size", "slice", "ellipsis", "torch.ProcessGroup", "N/A")
+
+
+def build_calls(rows: Sequence[Row], rename: Callable[[str], str] | None = None) -> list[Call]:
+    """Group ``rows`` (in dump order) into calls; ``rename`` maps an API name to the golden framework's."""
+    calls: list[Call] = []
+    current: Call | None = None
+    for row in rows:
+        if current is None or row.entry != current.entry:
+            parsed = parse_entry(row.entry)
+            if parsed is None:
+                current = None
+                continue
+            kind, direction, path, op, number = parsed
+            if kind == "api" and rename is not None:
+                op = op_name(rename(path))
+            current = Call(row.entry, len(calls), kind, direction, op, path, number)
+            calls.append(current)
+        suffix = row.name[len(row.entry):] if row.name.startswith(row.entry) else row.name
+        current.rows.append(row)
+        current.by_suffix[suffix] = row
+        if _is_tensor(row):
+            current.tensors.append(Tensor(row, suffix, row.state, row.shape, dtype_kind(row.dtype), _stats(row)))
+    return calls

@@ -1,0 +1,66 @@
+"""``--auto-match``: a mapper that pairs target rows with golden rows of other names.
+
+It is the last mapper in priority order, so mapping files given on the command line
+(``-dm``, ``-cm``, ...) decide the rows they name and automatic pairs fill in the rest.
+A row automatic matching leaves unpaired gets a key no golden row has: it shows ``N/A``
+instead of being paired by name with what may be the wrong call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from probe.builtin.mappers import golden_key_lookup
+from probe.model import FlatDump, KeyMap, MatchContext, Row
+
+NO_PARTNER = "\x00automatch:none"
+"""The key of target rows automatic matching left unpaired (no golden row has it)."""
+
+
+def api_renamer(host: Any, target: FlatDump, golden: FlatDump) -> Callable[[str], str] | None:
+    """A function mapping a target API name to the golden framework's spelling.
+
+    Uses the name normalizers registered for this framework pair (e.g. MindSpore's API
+    table), whether or not their option was given: they only say which APIs are the same op.
+    """
+    if host is None or target.info.framework == golden.info.framework:
+        return None
+    tables = [n for n in host.normalizers.values() if n.applies(target.info.framework, golden.info.framework)]
+    if not tables:
+        return None
+
+    def rename(api: str) -> str:
+        key = api + ".0.forward"
+        for table in tables:
+            key = table.normalize(key, "target")
+        return key[: -len(".0.forward")] if key.endswith(".0.forward") else api
+
+    return rename
+
+
+def match_dumps(target: FlatDump, golden: FlatDump, host: Any = None):
+    """Run automatic matching on two flattened dumps; returns a :class:`MatchResult`."""
+    from probe.automatch.matcher import auto_match
+
+    return auto_match(target.rows, golden.rows, api_renamer(host, target, golden))
+
+
+class AutoMatchMapper:
+    """Pairs rows from the dumps' structure and data (see :mod:`probe.automatch.matcher`)."""
+
+    name = "auto_match"
+    priority = 90
+
+    def build(self, ctx: MatchContext) -> KeyMap | None:
+        if not ctx.options.get("auto_match"):
+            return None
+        result = match_dumps(ctx.target, ctx.golden, ctx.host)
+        mapping = result.row_map()
+        to_key = golden_key_lookup(ctx.golden)
+
+        def target_key(row: Row) -> str | None:
+            golden_name = mapping.get(row.name)
+            return NO_PARTNER if golden_name is None else to_key(golden_name)
+
+        return KeyMap(target_key=target_key)
