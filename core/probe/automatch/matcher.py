@@ -181,20 +181,26 @@ def _backward_name(entry: str) -> str:
 
 
 def _pair_rows(t: Call, g: Call, m: CallMatch) -> list[RowMatch]:
+    """Rows of two paired calls: same suffix and shape; a tensor whose suffix the golden call
+    lacks pairs by shape and statistics; a suffix whose shape differs stays unpaired."""
     out = []
     used: set[str] = set()
     by_row = {id(x.row): x for x in t.tensors}
-    g_tensors = g.tensors
     for row in t.rows:
         suffix = row.name[len(t.entry):]
         cand = g.by_suffix.get(suffix)
-        tensor = by_row.get(id(row))
-        if cand is not None and cand.shape == row.shape and cand.name not in used:
-            used.add(cand.name)
-            out.append(RowMatch(row.name, cand.name, m.confidence, m.why))
+        if cand is not None:
+            if cand.shape == row.shape and cand.name not in used:
+                used.add(cand.name)
+                out.append(RowMatch(row.name, cand.name, m.confidence, m.why))
+            else:
+                out.append(RowMatch(row.name, None, 0.0, f"{cand.name} has another shape"))
             continue
+        tensor = by_row.get(id(row))
         if tensor is not None:
-            best = _best_tensor(tensor, [x for x in g_tensors if x.state == tensor.state and x.row.name not in used])
+            free = [x for x in g.tensors if x.state == tensor.state and x.row.name not in used
+                    and x.suffix not in t.by_suffix]
+            best = _best_tensor(tensor, free)
             if best is not None:
                 used.add(best.row.name)
                 out.append(RowMatch(row.name, best.row.name, round(m.confidence * 0.9, 3),

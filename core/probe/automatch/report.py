@@ -21,10 +21,11 @@ def mapping_yaml(result: MatchResult) -> str:
     """
     lines = [
         "# probe match: target row -> golden row (use with: probe compare -dm THIS_FILE)",
-        f"# a pair marked 'review' has a confidence below {REVIEW_CONFIDENCE}; rows without a partner are not listed",
+        f"# a pair marked 'review' has a confidence below {REVIEW_CONFIDENCE}; N/A: no partner found",
     ]
     for row in result.rows:
         if row.golden is None:
+            lines.append(f"{_quoted(row.target)}: \"N/A\"  # no partner")
             continue
         flag = "  review" if row.confidence < REVIEW_CONFIDENCE else ""
         lines.append(f"{_quoted(row.target)}: {_quoted(row.golden)}  # confidence {row.confidence:.3f}{flag}")

@@ -14,15 +14,14 @@ STAT_SCALE = 0.02
 def structure_key(call: Call) -> tuple:
     """What two calls must share to be paired at all.
 
-    APIs: the neutral op name, output shapes/dtype kinds and the parameter shapes. Modules:
-    the output and parameter shapes (classes may be renamed). Input arguments may differ
-    between frameworks, so they count in the score, not in the key.
+    APIs: the neutral op name and the output shapes/dtype kinds. Modules: the output shapes
+    (classes may be renamed). Inputs and parameters may differ between frameworks (MindSpore's
+    BatchNorm holds its moving statistics as parameters), so they count in the score.
     """
     outputs = tuple((t.shape, t.kind) for t in call.tensors if t.state == "output")
-    params = tuple(sorted(t.shape for t in call.tensors if t.state == "parameters"))
     if call.kind == "api":
-        return ("api", call.direction, call.op, outputs, params)
-    return ("module", call.direction, outputs, params)
+        return ("api", call.direction, call.op, outputs)
+    return ("module", call.direction, outputs)
 
 
 def tensor_similarity(a: Tensor, b: Tensor) -> float | None:

@@ -1,0 +1,171 @@
+"""Automatic matching (``--auto-match``, ``probe match``) on real dumps, checked against truth.json."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+import probe
+from probe.automatch.align import align
+from probe.automatch.calls import parse_entry
+from probe.automatch.report import mapping_yaml
+from probe.automatch.matcher import MatchResult, RowMatch
+from probe.builtin.mappers import read_name_mapping
+
+DATA = Path(__file__).parent / "data" / "automatch"
+CASES = ["sa04_enc_wrapper_and_calls", "sa05_enc_bert_vs_fused_golden", "cross_layer_mix_statistics"]
+
+
+def _case(name: str) -> tuple[Path, Path, dict[str, str | None]]:
+    truth = json.loads((DATA / name / "truth.json").read_text())
+    args = truth["probe_args"]
+    return DATA / name / args[1], DATA / name / args[3], truth["pairs"]
+
+
+def _bench_names(target: Path, golden: Path, **options) -> dict[str, str | None]:
+    (result,) = list(probe.compare(target, golden, output=None, **options))
+    return {r.pair.target.name: (r.pair.golden.name if r.pair.golden is not None else None) for r in result.records}
+
+
+def _score(truth: dict[str, str | None], chosen: dict[str, str | None]) -> tuple[float, float, float]:
+    made = correct = renamed = renamed_correct = 0
+    pairs = sum(1 for g in truth.values() if g is not None)
+    for target, golden in truth.items():
+        if golden is not None and golden != target:
+            renamed += 1
+        got = chosen.get(target)
+        if got is None:
+            continue
+        made += 1
+        if got == golden:
+            correct += 1
+            renamed_correct += golden != target
+    return correct / made, correct / pairs, renamed_correct / renamed
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_auto_match_meets_the_targets_on_real_dumps(name):
+    target, golden, truth = _case(name)
+    chosen = _bench_names(target, golden, auto_match=True)
+    precision, recall, renamed_recall = _score(truth, chosen)
+    assert precision >= 0.98, (precision, recall)
+    assert recall >= 0.90, (precision, recall)
+    assert renamed_recall >= 0.85
+
+
+def test_plain_matching_is_worse_there():
+    """The cases are hard for name matching (the check above is not trivially met)."""
+    target, golden, truth = _case("sa04_enc_wrapper_and_calls")
+    precision, recall, _ = _score(truth, _bench_names(target, golden))
+    assert precision < 0.9 and recall < 0.6
+
+
+def test_rows_without_counterpart_stay_unpaired():
+    """Wrapper modules, the layer on one side only and the extra module call are N/A."""
+    target, golden, truth = _case("sa04_enc_wrapper_and_calls")
+    chosen = _bench_names(target, golden, auto_match=True)
+    nulls = [t for t, g in truth.items() if g is None]
+    assert any(".Wrapped." in t for t in nulls) and any("ln_extra" in t for t in nulls)
+    assert all(chosen[t] is None for t in nulls)
+
+
+def test_fused_and_separate_projections_are_never_paired():
+    target, golden, truth = _case("sa05_enc_bert_vs_fused_golden")
+    chosen = _bench_names(target, golden, auto_match=True)
+    for t in (r for r in truth if ".query.Linear." in r or ".key.Linear." in r or ".value.Linear." in r):
+        assert chosen[t] is None
+    assert not any(g is not None and ".qkv." in g for g in chosen.values())
+
+
+def test_plain_compare_without_auto_match_is_msprobe_name_matching():
+    """Without --auto-match the Bench Name column is msProbe's own (its expected csv)."""
+    target, golden, _ = _case("sa04_enc_wrapper_and_calls")
+    (expected,) = (DATA / "sa04_enc_wrapper_and_calls" / "expected").glob("*.csv.gz")
+    with gzip.open(expected, "rt", newline="") as handle:
+        msprobe = {r["NPU Name"]: (None if r["Bench Name"] in ("N/A", "") else r["Bench Name"])
+                   for r in csv.DictReader(handle)}
+    assert _bench_names(target, golden) == msprobe
+
+
+def test_auto_match_is_deterministic():
+    target, golden, _ = _case("sa05_enc_bert_vs_fused_golden")
+    assert _bench_names(target, golden, auto_match=True) == _bench_names(target, golden, auto_match=True)
+
+
+def test_mapping_file_wins_over_automatic_pairs(tmp_path):
+    target, golden, truth = _case("sa04_enc_wrapper_and_calls")
+    row = "Functional.linear.0.forward.input.0"
+    other = "Functional.linear.1.forward.input.0"
+    assert truth[row] != other
+    mapping = tmp_path / "map.yaml"
+    mapping.write_text(f"{row}: {other}\n")
+    chosen = _bench_names(target, golden, auto_match=True, data_mapping=str(mapping))
+    assert chosen[row] == other
+    assert chosen["Functional.linear.1.forward.input.0"] == truth["Functional.linear.1.forward.input.0"]
+
+
+def test_probe_match_writes_a_mapping_that_dm_accepts(run_probe, tmp_path):
+    target, golden, truth = _case("sa04_enc_wrapper_and_calls")
+    out = tmp_path / "out"
+    res = run_probe("match", "-tp", target.parent, "-gp", golden, "-o", out)
+    assert res.code == 0, res.err
+    (yaml_file,) = out.glob("mapping_*.yaml")
+    (json_file,) = out.glob("match_*.json")
+    matches = json.loads(json_file.read_text())
+    assert {m["target"] for m in matches} == set(truth)
+    assert all(set(m) == {"target", "golden", "confidence", "why"} and 0 <= m["confidence"] <= 1 for m in matches)
+    assert all(m["why"] for m in matches if m["golden"] is not None)
+    assert "# confidence" in yaml_file.read_text()
+    auto = {m["target"]: m["golden"] for m in matches}
+    # -dm with the written file gives exactly the automatic pairs
+    assert _bench_names(target, golden, data_mapping=str(yaml_file)) == auto
+    assert _score(truth, auto)[0] >= 0.98
+
+
+def test_probe_match_rejects_a_missing_dump(run_probe, tmp_path):
+    res = run_probe("match", "-tp", tmp_path / "nope", "-gp", tmp_path, "-o", tmp_path / "o")
+    assert res.code == 2 and "nope" in res.err and len(res.err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_mapping_yaml_quotes_hostile_names(tmp_path):
+    names = ['a: b # c.forward.input.0', 'x"y\\z\n.output.0', "&anchor *alias {x}"]
+    rows = [RowMatch(n, n[::-1], 0.5, "w") for n in names] + [RowMatch("lonely", None, 0.0, "none")]
+    path = tmp_path / "m.yaml"
+    path.write_text(mapping_yaml(MatchResult([], rows)))
+    assert read_name_mapping(path, "data mapping") == {**{n: n[::-1] for n in names}, "lonely": "N/A"}
+
+
+def test_align_keeps_order_and_skips_insertions():
+    kt = ["a", "b", "x", "c", "d"]
+    kg = ["a", "b", "c", "y", "d"]
+    pairs = align(kt, kg, lambda i, j: 1.0)
+    assert pairs == [(0, 0), (1, 1), (3, 2), (4, 4)]
+
+
+def test_align_prefers_the_better_scoring_of_repeated_calls():
+    kt = ["n", "n"]
+    kg = ["n"]
+    assert align(kt, kg, lambda i, j: 0.5 if i == 0 else 0.9) == [(1, 0)]
+    assert align(kt, kg, lambda i, j: 0.9 if i == 0 else 0.9) == [(0, 0)]  # a tie keeps the earlier call
+
+
+def test_align_large_pieces_use_anchors():
+    import probe.automatch.align as mod
+
+    kt = [f"k{i}" for i in range(3000)]
+    kg = kt[:1500] + ["extra"] + kt[1500:]
+    pairs = mod.align(kt, kg, lambda i, j: 1.0)
+    assert len(pairs) == 3000 and pairs[1500] == (1500, 1501)
+
+
+def test_parse_entry_names():
+    assert parse_entry("Functional.linear.3.forward") == ("api", "forward", "Functional.linear", "linear", 3)
+    assert parse_entry("Tensor.__add__.0.backward")[3] == "add"
+    assert parse_entry("Module.layers.0.attn.SelfAttn.forward.2") == ("module", "forward", "layers.0.attn", "SelfAttn", 2)
+    assert parse_entry("Cell.fc.Dense.parameters_grad.0")[:4] == ("module", "parameters_grad", "fc", "Dense")
+    assert parse_entry("junk") is None
