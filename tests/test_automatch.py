@@ -169,3 +169,38 @@ def test_parse_entry_names():
     assert parse_entry("Module.layers.0.attn.SelfAttn.forward.2") == ("module", "forward", "layers.0.attn", "SelfAttn", 2)
     assert parse_entry("Cell.fc.Dense.parameters_grad.0")[:4] == ("module", "parameters_grad", "fc", "Dense")
     assert parse_entry("junk") is None
+
+
+def _truth_nodes(truth: dict[str, str | None], target_nodes) -> dict[str, str | None]:
+    """Node-level truth: the golden entry whose rows are the partners of the node's rows."""
+    out: dict[str, str | None] = {}
+    for name in target_nodes:
+        partners: set[str | None] = set()
+        for row, partner in truth.items():
+            if row.startswith(name + "."):
+                suffix = row[len(name):]
+                partners.add(partner[: -len(suffix)] if partner and partner.endswith(suffix) else None)
+        if partners:
+            out[name] = partners.pop() if len(partners) == 1 else None
+    return out
+
+
+@pytest.mark.parametrize("auto", [False, True])
+def test_graph_visualize_auto_match_pairs_nodes(tmp_path, auto):
+    from probe.graph.service import GraphOptions, run_graph
+    from probe.plugins import default_host
+
+    target, golden, truth = _case("sa04_enc_wrapper_and_calls")
+    run = run_graph(GraphOptions(target=target.parent, golden=golden.parent, output=tmp_path, auto_match=auto),
+                    default_host())
+    npu = next(g for g in run.graphs if g.side == "NPU")
+    node_truth = _truth_nodes(truth, npu.nodes)
+    made = {n.name: n.match.name for n in npu.nodes.values() if n.match is not None and n.name in node_truth}
+    correct = sum(1 for n, g in made.items() if node_truth[n] == g)
+    pairs = sum(1 for g in node_truth.values() if g is not None)
+    if auto:
+        assert correct / len(made) >= 0.98 and correct / pairs >= 0.9
+        assert all(g is None for n, g in node_truth.items() if ".Wrapped." in n)
+        assert not any(".Wrapped." in n for n in made)
+    else:
+        assert correct / pairs < 0.7  # name matching misses the renamed and shifted nodes

@@ -54,6 +54,8 @@ class GraphOptions:
     overflow_rules: Path | None = None
     """Extra false-positive rules for ``-oc`` (added to ``probe/data/overflow_rules.yaml``)."""
     fuzzy_match: bool = False
+    auto_match: bool = False
+    """Pair nodes whose names differ from structure and statistics (``--auto-match``)."""
     tensor_log: bool = False
     progress_log: bool = False
     merge: list[MergeOptions] = field(default_factory=list)
@@ -122,13 +124,19 @@ def compare_pair(
 ) -> tuple[str, int]:
     """Match, compute metrics and judge one NPU/Bench graph pair; returns (task, matched)."""
     task = compare_task(npu, bench)
-    if npu.framework != bench.framework and options.layer_mapping is None and _renamer(host, npu, bench) is None:
+    if (npu.framework != bench.framework and options.layer_mapping is None and not options.auto_match
+            and _renamer(host, npu, bench) is None):
         raise InputError(
             f"is a {bench.framework} dump and the target is {npu.framework}: pass -lm/--layer_mapping", bench.source
         )
+    auto = None
+    if options.auto_match and not merged:
+        from probe.automatch.graph import auto_node_pairs
+
+        auto = {name: m.golden for name, m in auto_node_pairs(npu.source, bench.source, host).items()}
     matched = match_graphs(
         npu, bench, fuzzy=options.fuzzy_match or merged, mapping=options.layer_mapping,
-        rename=_renamer(host, npu, bench),
+        rename=_renamer(host, npu, bench), auto=auto,
     )
     pairs = [(n, n.match) for n in npu.nodes.values() if n.match is not None]
     by_node = compute_metrics(pairs, npu, bench, task, host)
