@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from probe import hookspecs
-from probe.model import Command, DumpReader, Exporter, MetricMode
+from probe.interfaces import Command, DumpReader, Exporter, MetricMode
 
 HOOKS = [name for name, obj in vars(hookspecs).items() if name.startswith("probe_") and callable(obj)]
 

@@ -10,9 +10,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from probe.errors import InputError
-from probe.jobs import CompareRequest
-from probe.model import Summary
-from probe.pipeline import JobOutcome, enabled_analyzers, run_compare
+from probe.model import CompareRequest, Summary
+from probe.pipeline import JobOutcome, run_compare
+from probe.stages import enabled_analyzers
 
 err_console = Console(stderr=True)
 

@@ -1,45 +1,21 @@
-"""Load one dump file into a :class:`FlatDump` (reader + flattening + stack info)."""
+"""Read a pair of dump files with their readers (a large golden dump on the second core), and stack.json."""
 
 from __future__ import annotations
 
 from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from probe import forked
+from probe import runtime
 from probe.errors import InputError
-from probe.flatten import RowList, flatten_entries
+from probe.flatten import RowList
 from probe.jsonio import read_json
 from probe.model import FlatDump, Row
 
-if TYPE_CHECKING:  # pragma: no cover
-    from probe.plugins import Host
 
-
-def pick_reader(path: Path, host: Host) -> Any:
-    """The first registered reader whose ``sniff`` accepts ``path``."""
-    for reader in host.readers.values():
-        if reader.sniff(path):
-            return reader
-    raise InputError(
-        "is not a dump file any reader understands (expected dump.json or debug.json)", path
-    )
-
-
-def load_dump(path: Path, host: Host, with_stack: bool = True) -> FlatDump:
-    """Read, validate and flatten the dump at ``path``."""
-    reader = pick_reader(path, host)
-    info, entries = reader.read(path)
-    try:
-        rows, skipped, count = flatten_entries(entries, debug=info.kind == "debug")
-    except InputError as exc:
-        raise InputError(exc.problem, path) from None
-    dump = FlatDump(info=info, rows=rows, entry_count=count)
-    dump.has_md5 = rows.has_md5
-    dump.skipped_entries = skipped
-    if with_stack:
-        dump.stack = load_stack(path.parent / "stack.json")
-    return dump
+def load_dump(path: Path, reader: Any, with_stack: bool = True) -> FlatDump:
+    """Read the dump at ``path`` with ``reader`` (a :class:`probe.interfaces.DumpReader`)."""
+    return reader.load(path, with_stack=with_stack)
 
 
 FORK_MIN_BYTES = 4 << 20
@@ -49,7 +25,7 @@ _ROW_FIELDS = ("name", "entry", "state", "dtype", "shape", "stats", "requires_gr
 """The :class:`Row` attributes a packed dump carries, in ``Row.__init__`` order."""
 
 
-def load_pair(target_path: Path, golden_path: Path, host: Host) -> tuple[FlatDump, FlatDump]:
+def load_pair(target_path: Path, golden_path: Path, target_reader: Any, golden_reader: Any) -> tuple[FlatDump, FlatDump]:
     """Load the target (with its stack) and the golden dump (without).
 
     A large golden dump is read and flattened by a forked child on the second core while
@@ -60,19 +36,19 @@ def load_pair(target_path: Path, golden_path: Path, host: Host) -> tuple[FlatDum
         golden_size = golden_path.stat().st_size
     except OSError:
         golden_size = 0  # load_dump reports the problem
-    if golden_size < FORK_MIN_BYTES or not forked.allowed():
-        return load_dump(target_path, host), load_dump(golden_path, host, with_stack=False)
-    task = forked.start(_load_packed, golden_path, host)
+    if golden_size < FORK_MIN_BYTES or not runtime.allowed():
+        return load_dump(target_path, target_reader), load_dump(golden_path, golden_reader, with_stack=False)
+    task = runtime.start(_load_packed, golden_path, golden_reader)
     try:
-        target = load_dump(target_path, host)
+        target = load_dump(target_path, target_reader)
     except BaseException:
         task.cancel()
         raise
     return target, unpack_dump(task.result())
 
 
-def _load_packed(path: Path, host: Host) -> tuple[Any, ...]:
-    return pack_dump(load_dump(path, host, with_stack=False))
+def _load_packed(path: Path, reader: Any) -> tuple[Any, ...]:
+    return pack_dump(load_dump(path, reader, with_stack=False))
 
 
 def pack_dump(dump: FlatDump) -> tuple[Any, ...]:

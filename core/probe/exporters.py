@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from probe import forked
+from probe import runtime
 from probe.io import atomic_path, atomic_write
 from probe.modes.common import STACK_COLUMN, STAT_COLUMNS
 from probe.result import CompareResult
@@ -25,7 +25,7 @@ CSV_MAX_ROWS = 1_000_000
 CSV_INF = (" inf", " -inf")
 """How the CSV writes infinite statistics."""
 SPLIT_MIN_ROWS = 20_000
-"""Reports with at least this many rows are rendered by two processes (see :mod:`probe.forked`)."""
+"""Reports with at least this many rows are rendered by two processes (see :mod:`probe.runtime`)."""
 XLSX_MAX_ROWS = 1_048_500
 HIGHLIGHT_COLUMN = "Highlight"
 _FORMULA_START = ("=", "+", "-", "@", "%", "＝", "＋", "－", "＠", "％")
@@ -70,7 +70,7 @@ class CsvExporter:
         columns = result.columns
         stack = columns.index(STACK_COLUMN) if STACK_COLUMN in columns else None
         if len(result) <= self.max_rows:
-            if len(result) >= SPLIT_MIN_ROWS and forked.allowed():
+            if len(result) >= SPLIT_MIN_ROWS and runtime.allowed():
                 _write_split(path, columns, result, stack)
             else:
                 self._write_file(path, columns, _rows(result, CSV_INF), stack)
@@ -107,7 +107,7 @@ def _write_split(path: Path, columns: list[str], result: CompareResult, stack: i
     fd, tail = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tail", dir=path.parent)
     os.close(fd)
     try:
-        child = forked.start(_write_tail, tail, replace(result, records=result.records[half:]), stack)
+        child = runtime.start(_write_tail, tail, replace(result, records=result.records[half:]), stack)
         try:
             with atomic_write(path, "w", encoding="utf-8", newline="") as handle:
                 csv.writer(handle, lineterminator="\n").writerow(columns)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 
-from probe.model import KeyMap, Pair, Row
+from probe.model import FlatDump, KeyMap, MatchContext, Pair, Pairing, Row
 
 FLOAT_DTYPES = (
     frozenset({"torch.float16", "torch.float32", "torch.float64", "torch.bfloat16"}),
@@ -194,3 +194,27 @@ def match_fuzzy(target: Sequence[Row], golden: Sequence[Row], key_map: KeyMap | 
     while pending_t:
         pairs.append(Pair(pending_t.popleft()[0], None))
     return pairs, len(golden) - matched_golden
+
+
+class ExactPairer:
+    """The default pairer: keys equal (after normalizers and mappers), dtypes compatible."""
+
+    name = "exact"
+    renumber = True
+    """Keys keep backward call indices renumbered by order (see :func:`assign_keys`)."""
+
+    def pair(self, target: FlatDump, golden: FlatDump, key_map: KeyMap | None, ctx: MatchContext) -> Pairing:
+        pairs, golden_only = match_exact(target.rows, golden.rows, key_map)
+        return Pairing(pairs, golden_only)
+
+
+class FuzzyPairer:
+    """``-fm``: keys equal once call indices are dropped, msProbe's greedy queue order."""
+
+    name = "fuzzy"
+    option = "fuzzy_match"
+    renumber = False
+
+    def pair(self, target: FlatDump, golden: FlatDump, key_map: KeyMap | None, ctx: MatchContext) -> Pairing:
+        pairs, golden_only = match_fuzzy(target.rows, golden.rows, key_map)
+        return Pairing(pairs, golden_only)

@@ -170,6 +170,11 @@ class Host:
         return self._collect("mapper", "probe_register_mappers")
 
     @cached_property
+    def pairers(self) -> Registry[Any]:
+        """Pairers (exact, fuzzy, and plugins')."""
+        return self._collect("pairer", "probe_register_pairers")
+
+    @cached_property
     def modes(self) -> Registry[Any]:
         """Metric modes."""
         return self._collect("metric mode", "probe_register_modes")
@@ -199,7 +204,7 @@ class Host:
         self.pm.hook.probe_add_compare_options(parser=parser)
 
     def plan_compare(self, request: Any) -> list[Any]:
-        """Ask plugins (then the built-in planner) how to split a compare into jobs."""
+        """Ask plugins (then the built-in planner) how to split a compare into :class:`PairPlan` s."""
         return self.pm.hook.probe_plan_compare(request=request)
 
     def detect_framework(self, path: str) -> str | None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from probe.errors import InputError
 from probe.hookspecs import hookimpl
-from probe.model import Command
+from probe.interfaces import Command
 
 COMPARE_EPILOG = """examples:
   probe compare -tp target/step0/rank0/dump.json -gp golden/step0/rank0/dump.json -o out
@@ -74,7 +74,7 @@ _CORE_KEYS = {"target_path", "golden_path", "input_path", "output_path", "xlsx",
 
 def request_from_args(args: argparse.Namespace, host: Any) -> Any:
     """Build a :class:`CompareRequest` from parsed arguments (incl. ``-i compare.json``)."""
-    from probe.jobs import CompareRequest
+    from probe.model import CompareRequest
     from probe.jsonio import read_json
 
     options = {k: v for k, v in vars(args).items() if k not in _CORE_KEYS}

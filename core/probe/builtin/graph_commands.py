@@ -8,7 +8,7 @@ from pathlib import Path
 from probe.automatch.plugin import add_auto_match_option
 from probe.errors import InputError
 from probe.hookspecs import hookimpl
-from probe.model import Command
+from probe.interfaces import Command
 
 GRAPH_EPILOG = """examples:
   probe graph -tp target/step0/rank0 -o out                         # build one graph

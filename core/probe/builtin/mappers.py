@@ -1,4 +1,4 @@
-"""Built-in mappers: data mapping (``-dm FILE``) and cell mapping (``-cm [FILE]``).
+"""Built-in mappers (data mapping ``-dm FILE``, cell mapping ``-cm [FILE]``) and pairers (exact, fuzzy).
 
 Mappers work on keys whose backward call indices are already renumbered on both sides, so
 the backward rows of an op called several times pair with their own counterparts.
@@ -13,6 +13,7 @@ from pathlib import Path
 from probe.errors import InputError
 from probe.hookspecs import hookimpl
 from probe.jsonio import read_yaml
+from probe.match import ExactPairer, FuzzyPairer
 from probe.model import FlatDump, KeyMap, MatchContext, Row
 
 
@@ -111,6 +112,12 @@ class CellMapper:
             return None if key == row.key else key
 
         return KeyMap(target_key=target_key)
+
+
+@hookimpl(trylast=True)
+def probe_register_pairers(register) -> None:
+    register.add(ExactPairer.name, ExactPairer())
+    register.add(FuzzyPairer.name, FuzzyPairer())
 
 
 @hookimpl(trylast=True)

@@ -7,10 +7,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from probe.dumps import load_stack
 from probe.errors import InputError
+from probe.flatten import flatten_entries
 from probe.hookspecs import hookimpl
 from probe.jsonio import read_json_member
-from probe.model import DumpInfo
+from probe.model import DumpInfo, FlatDump
 
 KNOWN_TASKS = ("statistics", "tensor", "structure")
 _FRAMEWORK_RE = re.compile(rb'"framework"\s*:\s*"([A-Za-z_]+)"')
@@ -50,6 +52,20 @@ class MsprobeJsonReader:
             framework_declared=bool(framework),
         )
         return info, entries if entries is not None else _consume(data)
+
+    def load(self, path: Path, with_stack: bool = True) -> FlatDump:
+        """Read, validate and flatten the dump at ``path`` (and the stack.json beside it)."""
+        info, entries = self.read(path)
+        try:
+            rows, skipped, count = flatten_entries(entries, debug=info.kind == "debug")
+        except InputError as exc:
+            raise InputError(exc.problem, path) from None
+        dump = FlatDump(info=info, rows=rows, entry_count=count)
+        dump.has_md5 = rows.has_md5
+        dump.skipped_entries = skipped
+        if with_stack:
+            dump.stack = load_stack(path.parent / "stack.json")
+        return dump
 
 
 def _consume(data: dict[str, Any]) -> Iterator[tuple[str, Any]]:

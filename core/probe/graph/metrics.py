@@ -105,7 +105,8 @@ def compute_metrics(
         if columns and all_pairs:
             log.warning("no '%s' metric mode is registered: metric columns are left empty", MODE_NAMES[task])
         return by_node
-    ctx = ModeContext(target=npu.dump, golden=bench.dump, options={}, host=host, jobs=jobs)
+    ctx = ModeContext(target=npu.dump, golden=bench.dump, options={},
+                      tensor_loaders=host.tensor_loaders.as_dict() if host is not None else {}, jobs=jobs)
     results = mode.compute([p for p in all_pairs if p.golden is not None], ctx)
     names = list(mode.columns(False, ()))
     wanted = [(c, names.index(c)) for c in columns if c in names]

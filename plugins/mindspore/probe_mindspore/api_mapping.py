@@ -198,12 +198,11 @@ class ApiMapper:
         if not option:
             return None
         t_fw, g_fw = ctx.target.info.framework, ctx.golden.info.framework
-        host = ctx.host
-        tables = [] if host is None else [
-            n for n in host.normalizers.values()
+        tables = [
+            n for n in ctx.normalizers
             if getattr(n, "option", None) == "api_mapping" and n.applies(t_fw, g_fw)
         ]
-        if host is not None and not tables:
+        if not tables:
             raise InputError(f"-am: no API table maps {t_fw} APIs to {g_fw} APIs", ctx.target.info.path)
         if option is True:
             return None
