@@ -8,7 +8,8 @@ instead of being paired by name with what may be the wrong call.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from probe.builtin.mappers import golden_key_lookup
@@ -18,15 +19,15 @@ NO_PARTNER = "\x00automatch:none"
 """The key of target rows automatic matching left unpaired (no golden row has it)."""
 
 
-def api_renamer(host: Any, target: FlatDump, golden: FlatDump) -> Callable[[str], str] | None:
+def api_renamer(normalizers: Iterable[Any], target: FlatDump, golden: FlatDump) -> Callable[[str], str] | None:
     """A function mapping a target API name to the golden framework's spelling.
 
     Uses the name normalizers registered for this framework pair (e.g. MindSpore's API
     table), whether or not their option was given: they only say which APIs are the same op.
     """
-    if host is None or target.info.framework == golden.info.framework:
+    if target.info.framework == golden.info.framework:
         return None
-    tables = [n for n in host.normalizers.values() if n.applies(target.info.framework, golden.info.framework)]
+    tables = [n for n in normalizers if n.applies(target.info.framework, golden.info.framework)]
     if not tables:
         return None
 
@@ -39,11 +40,25 @@ def api_renamer(host: Any, target: FlatDump, golden: FlatDump) -> Callable[[str]
     return rename
 
 
-def match_dumps(target: FlatDump, golden: FlatDump, host: Any = None):
-    """Run automatic matching on two flattened dumps; returns a :class:`MatchResult`."""
+def match_dumps(target: FlatDump, golden: FlatDump, normalizers: Iterable[Any] = ()):
+    """Run automatic matching on two flattened dumps; returns a :class:`MatchResult`.
+
+    ``normalizers``: the registered name normalizers (API tables tell which APIs of two
+    frameworks are the same op).
+    """
     from probe.automatch.matcher import auto_match
 
-    return auto_match(target.rows, golden.rows, api_renamer(host, target, golden))
+    return auto_match(target.rows, golden.rows, api_renamer(normalizers, target, golden))
+
+
+def load_and_match(target_path: Path, golden_path: Path, registries: Any):
+    """Read two dump files with the registered readers and match them."""
+    from probe.dumps import load_pair
+    from probe.stages import pick_reader
+
+    target, golden = load_pair(target_path, golden_path, pick_reader(target_path, registries),
+                               pick_reader(golden_path, registries))
+    return match_dumps(target, golden, registries.normalizers.values())
 
 
 class AutoMatchMapper:
@@ -55,7 +70,7 @@ class AutoMatchMapper:
     def build(self, ctx: MatchContext) -> KeyMap | None:
         if not ctx.options.get("auto_match"):
             return None
-        result = match_dumps(ctx.target, ctx.golden, ctx.host)
+        result = match_dumps(ctx.target, ctx.golden, ctx.normalizers)
         mapping = result.row_map()
         to_key = golden_key_lookup(ctx.golden)
 

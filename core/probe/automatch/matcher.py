@@ -8,8 +8,8 @@
    after paired with each other too?) and its names; pairs below ``min_confidence`` are
    dropped: a wrong pair is worse than none.
 3. Backward calls follow their forward call, ``parameters_grad`` its module.
-4. Inside a call pair, rows pair by their suffix (``.input.0``, ``.parameters.weight``), or
-   for tensors whose suffix has no partner, by shape and statistics.
+4. Inside a call pair, rows pair by their suffix (``.input.0``, ``.parameters.weight``) when
+   their shapes agree.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from probe.automatch.align import align
-from probe.automatch.calls import Call, Tensor, build_calls
-from probe.automatch.similarity import data_similarity, name_bonus, structure_key, tensor_similarity
+from probe.automatch.calls import Call, build_calls
+from probe.automatch.similarity import data_similarity, name_bonus, structure_key
 from probe.model import Row
 
 MIN_CONFIDENCE = 0.55
@@ -181,49 +181,20 @@ def _backward_name(entry: str) -> str:
 
 
 def _pair_rows(t: Call, g: Call, m: CallMatch) -> list[RowMatch]:
-    """Rows of two paired calls: same suffix and shape; a tensor whose suffix the golden call
-    lacks pairs by shape and statistics; a suffix whose shape differs stays unpaired."""
+    """Rows of two paired calls pair by suffix (``.input.0``, ``.parameters.weight``) when their
+    shapes agree; a row whose suffix the golden call lacks, or whose shape differs, stays unpaired
+    (MindSpore's ``gamma`` is not PyTorch's ``weight`` by name, and a guess may be wrong)."""
     out = []
-    used: set[str] = set()
-    by_row = {id(x.row): x for x in t.tensors}
     for row in t.rows:
         suffix = row.name[len(t.entry):]
         cand = g.by_suffix.get(suffix)
-        if cand is not None:
-            if cand.shape == row.shape and cand.name not in used:
-                used.add(cand.name)
-                out.append(RowMatch(row.name, cand.name, m.confidence, m.why))
-            else:
-                out.append(RowMatch(row.name, None, 0.0, f"{cand.name} has another shape"))
-            continue
-        tensor = by_row.get(id(row))
-        if tensor is not None:
-            free = [x for x in g.tensors if x.state == tensor.state and x.row.name not in used
-                    and x.suffix not in t.by_suffix]
-            best = _best_tensor(tensor, free)
-            if best is not None:
-                used.add(best.row.name)
-                out.append(RowMatch(row.name, best.row.name, round(m.confidence * 0.9, 3),
-                                    m.why + "; row by shape and statistics"))
-                continue
-        out.append(RowMatch(row.name, None, 0.0, "no row of this kind in " + g.entry))
+        if cand is None:
+            out.append(RowMatch(row.name, None, 0.0, f"{g.entry} has no row {suffix.lstrip('.')}"))
+        elif cand.shape != row.shape:
+            out.append(RowMatch(row.name, None, 0.0, f"{cand.name} has another shape"))
+        else:
+            out.append(RowMatch(row.name, cand.name, m.confidence, m.why))
     return out
-
-
-def _best_tensor(t: Tensor, options: Sequence[Tensor]) -> Tensor | None:
-    scored = []
-    for x in options:
-        if x.shape != t.shape or x.kind != t.kind:
-            continue
-        sim = tensor_similarity(t, x)
-        if sim is not None and sim >= 0.5:
-            scored.append((sim, x))
-    if not scored:
-        return None
-    scored.sort(key=lambda p: -p[0])
-    if len(scored) > 1 and scored[1][0] > scored[0][0] - 0.1:
-        return None  # ambiguous
-    return scored[0][1]
 
 
 def auto_match(target_rows: Sequence[Row], golden_rows: Sequence[Row],

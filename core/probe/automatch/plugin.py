@@ -8,7 +8,7 @@ from typing import Any
 
 from probe.errors import InputError
 from probe.hookspecs import hookimpl
-from probe.model import Command
+from probe.interfaces import Command
 
 AUTO_MATCH_HELP = ("pair rows whose names differ from the module tree, call order, shapes and statistics "
                    "(mapping files still win); unsure rows stay N/A")
@@ -46,9 +46,8 @@ def run_match_command(args: argparse.Namespace, host: Any) -> int:
     """``probe match``: pair the rows of two dumps and write the mapping files."""
     from rich.console import Console
 
-    from probe.automatch.mapper import match_dumps
+    from probe.automatch.mapper import load_and_match
     from probe.automatch.report import write_match_files
-    from probe.dumps import load_pair
     from probe.io import prepare_output_dir, timestamp
 
     target = dump_file(args.target_path, "target")
@@ -56,8 +55,7 @@ def run_match_command(args: argparse.Namespace, host: Any) -> int:
     directory = prepare_output_dir(Path(args.output_path))
     console = Console(stderr=True)
     with console.status("matching rows"):
-        target_dump, golden_dump = load_pair(target, golden, host)
-        result = match_dumps(target_dump, golden_dump, host)
+        result = load_and_match(target, golden, host)
     files = write_match_files(result, directory, timestamp())
     paired = sum(1 for r in result.rows if r.golden is not None)
     review = sum(1 for r in result.rows if r.golden is not None and r.needs_review)
