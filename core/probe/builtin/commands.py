@@ -18,6 +18,7 @@ COMPARE_EPILOG = """examples:
   probe compare -tp target -gp golden -o out --format csv,json --jobs 4  # every step and rank
   probe compare -tp t/dump.json -gp g/dump.json -fm -hl                  # fuzzy match, highlight
   probe compare -tp t/dump.json -gp g/dump.json -dm mapping.yaml --fail-on error
+  probe compare -tp t/dump.json -gp g/dump.json --auto-match             # pair rows whose names differ
   probe compare -i compare.json -o out                                   # msProbe's input file
 """
 
