@@ -204,3 +204,50 @@ def test_graph_visualize_auto_match_pairs_nodes(tmp_path, auto):
         assert not any(".Wrapped." in n for n in made)
     else:
         assert correct / pairs < 0.7  # name matching misses the renamed and shifted nodes
+
+
+PYTORCH = Path(__file__).parent / "data" / "pytorch"
+
+
+def _pytorch_pair(case: str) -> tuple[Path, Path]:
+    def find(side: str) -> Path:
+        return sorted((PYTORCH / case / side).rglob("dump.json"))[0]
+
+    return find("target"), find("golden")
+
+
+@pytest.mark.parametrize("case", ["stat_mix_tfm", "md5_mix_tfm", "dtype_bf16_tfm", "nan_inf_cnn", "tensor_mix_tfm"])
+def test_same_names_keep_every_plain_pair(case):
+    """Where names agree, automatic matching keeps name matching's pairs, even after a divergence
+    (NaN/inf, bf16 vs fp32, md5 checksums that differ)."""
+    target, golden = _pytorch_pair(case)
+    plain = _bench_names(target, golden)
+    auto = _bench_names(target, golden, auto_match=True)
+    assert {k: v for k, v in plain.items() if v is not None} == {k: v for k, v in auto.items() if v is not None}
+
+
+def test_renamed_modules_pair_like_msprobes_data_mapping():
+    """data_mapping_tfm: modules up/down vs fc1/fc2. msProbe needs -dm data_mapping.yaml; --auto-match
+    pairs the same module rows without it."""
+    target, golden = _pytorch_pair("data_mapping_tfm")
+    (expected,) = (PYTORCH / "data_mapping_tfm" / "expected" / "dm_csv").glob("*.csv")
+    with expected.open(newline="") as handle:
+        msprobe = {r["NPU Name"]: r["Bench Name"] for r in csv.DictReader(handle) if r["NPU Name"].startswith("Module.")}
+    auto = _bench_names(target, golden, auto_match=True)
+    assert any(k.startswith("Module.up.") for k in msprobe)
+    assert {k: auto[k] for k in msprobe} == msprobe
+
+
+def test_ops_of_other_names_pair_when_alone_between_pairs():
+    """MindSpore bias_add vs PyTorch Tensor.add, dense vs linear (API table): the pairs of msProbe's
+    data_mapping.yaml for this fixture, found with no mapping file; none is paired differently."""
+    from probe.jsonio import read_yaml
+
+    case = Path(__file__).parent / "data" / "mindspore" / "cross_api_L1_statistics"
+    target = sorted((case / "target").rglob("dump.json"))[0]
+    golden = sorted((case / "golden").rglob("dump.json"))[0]
+    auto = _bench_names(target, golden, auto_match=True)
+    truth = read_yaml(case / "data_mapping.yaml")
+    made = {k: auto[k] for k in truth if auto.get(k) is not None}
+    assert all(truth[k] == v for k, v in made.items())
+    assert "Functional.bias_add.0.forward.output.0" in made and len(made) >= len(truth) - 1

@@ -24,6 +24,9 @@ from probe.model import Row
 
 MIN_CONFIDENCE = 0.55
 """Pairs below this confidence are not made."""
+MIN_NAMED_CONFIDENCE = 0.4
+"""Pairs whose names agree and whose neighbours pair alike need only this much (their data
+may differ: the divergence a compare is looking for)."""
 REVIEW_CONFIDENCE = 0.8
 """Pairs below this confidence are marked for review."""
 
@@ -106,7 +109,7 @@ def _confidence(sim: float | None, coverage: float, names: float, context: float
 def _why(t: Call, g: Call, sim: float | None, context: float) -> str:
     parts = []
     if t.kind == "api":
-        parts.append(f"same op {t.op}")
+        parts.append(f"same op {t.op}" if t.op == g.op else f"op {t.op} ~ {g.op}, alone between paired calls")
     else:
         parts.append("same class" if t.op == g.op else f"class {t.op} ~ {g.op}")
     parts.append("same shapes")
@@ -125,6 +128,7 @@ def match_forward(ts: Sequence[Call], gs: Sequence[Call]) -> list[CallMatch]:
     kg = [structure_key(c) for c in gs]
     scorer = _Scorer(ts, gs)
     pairs = align(kt, kg, scorer.score, scorer.same)
+    pairs = sorted(pairs + _renamed_ops(ts, gs, pairs, scorer))
     partner = dict(pairs)
     matches = []
     for i, j in pairs:
@@ -132,9 +136,39 @@ def match_forward(ts: Sequence[Call], gs: Sequence[Call]) -> list[CallMatch]:
         context = 0.5 * (partner.get(i - 1) == j - 1 if i > 0 else 1) + 0.5 * (
             partner.get(i + 1) == j + 1 if i + 1 < len(ts) else 1)
         confidence = _confidence(sim, coverage, names, context)
-        if confidence >= MIN_CONFIDENCE:
+        if confidence >= MIN_CONFIDENCE or (confidence >= MIN_NAMED_CONFIDENCE and names >= 0.99 and context >= 1):
             matches.append(CallMatch(ts[i].entry, gs[j].entry, confidence, _why(ts[i], gs[j], sim, context)))
     return matches
+
+
+RENAMED_OP_SIMILARITY = 0.95
+"""Statistics similarity two calls of different op names need to pair (see :func:`_renamed_ops`)."""
+
+
+def _renamed_ops(ts: Sequence[Call], gs: Sequence[Call], pairs: Sequence[tuple[int, int]],
+                 scorer: _Scorer) -> list[tuple[int, int]]:
+    """Pairs of APIs whose op names differ (MindSpore's ``bias_add`` vs PyTorch's ``add``).
+
+    Only a call left alone between two aligned pairs on each side qualifies, and only when
+    the outputs agree in shape (the structure key without the op), at least half of all
+    tensors have a partner of the same shape and their statistics all but agree.
+    """
+    found = []
+    bounds = [(-1, -1), *sorted(pairs), (len(ts), len(gs))]
+    for (i0, j0), (i1, j1) in zip(bounds, bounds[1:]):
+        if i1 - i0 != 2 or j1 - j0 != 2:
+            continue
+        i, j = i0 + 1, j0 + 1
+        t, g = ts[i], gs[j]
+        if t.kind != "api" or g.kind != "api" or t.direction != g.direction:
+            continue
+        if structure_key(t)[3:] != structure_key(g)[3:]:
+            continue
+        sim, coverage = data_similarity(t, g)
+        if sim is not None and sim >= RENAMED_OP_SIMILARITY and coverage >= 0.5 and t.group("output"):
+            scorer.cache[(i, j)] = (sim, sim, coverage, 0.0)
+            found.append((i, j))
+    return found
 
 
 def _follow_backward(calls_t: Sequence[Call], calls_g: Sequence[Call], forward: Sequence[CallMatch]) -> list[CallMatch]:
