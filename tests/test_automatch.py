@@ -198,12 +198,20 @@ def test_graph_visualize_auto_match_pairs_nodes(tmp_path, auto):
     made = {n.name: n.match.name for n in npu.nodes.values() if n.match is not None and n.name in node_truth}
     correct = sum(1 for n, g in made.items() if node_truth[n] == g)
     pairs = sum(1 for g in node_truth.values() if g is not None)
+    import sqlite3
+
+    with sqlite3.connect(f"file:{run.db}?mode=ro", uri=True) as conn:
+        stored = dict(conn.execute("SELECT id, confidence FROM tb_auto_match").fetchall())
     if auto:
         assert correct / len(made) >= 0.98 and correct / pairs >= 0.9
         assert all(g is None for n, g in node_truth.items() if ".Wrapped." in n)
         assert not any(".Wrapped." in n for n in made)
+        # every automatic pair is stored with its confidence for the viewer
+        assert {f"{npu.graph_id}_{n}" for n in made} <= set(stored)
+        assert all(0 < c <= 1 for c in stored.values())
     else:
         assert correct / pairs < 0.7  # name matching misses the renamed and shifted nodes
+        assert stored == {}
 
 
 PYTORCH = Path(__file__).parent / "data" / "pytorch"

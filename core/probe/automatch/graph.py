@@ -8,9 +8,15 @@ from typing import Any
 from probe.automatch.matcher import CallMatch
 
 
-def auto_node_pairs(npu_source: str, bench_source: str, host: Any) -> dict[str, CallMatch]:
-    """``{target node name: CallMatch}`` for two dump directories (graph nodes are dump entries)."""
-    from probe.automatch.mapper import load_and_match
+def auto_node_pairs(npu: Any, bench: Any, registries: Any) -> dict[str, CallMatch]:
+    """``{target node name: CallMatch}`` for two graphs (their nodes are dump entries).
 
-    result = load_and_match(Path(npu_source) / "dump.json", Path(bench_source) / "dump.json", host)
+    Uses the rows the graphs were built from, or reads the dumps again when a graph has none.
+    """
+    from probe.automatch.mapper import load_and_match, match_dumps
+
+    if npu.dump is not None and bench.dump is not None:
+        result = match_dumps(npu.dump, bench.dump, registries.normalizers.values() if registries else ())
+    else:
+        result = load_and_match(Path(npu.source) / "dump.json", Path(bench.source) / "dump.json", registries)
     return {m.target: m for m in result.calls}

@@ -133,7 +133,9 @@ def compare_pair(
     if options.auto_match and not merged:
         from probe.automatch.graph import auto_node_pairs
 
-        auto = {name: m.golden for name, m in auto_node_pairs(npu.source, bench.source, host).items()}
+        found = auto_node_pairs(npu, bench, host)
+        npu.auto_matches = {name: (m.confidence, m.why) for name, m in found.items()}
+        auto = {name: m.golden for name, m in found.items()}
     matched = match_graphs(
         npu, bench, fuzzy=options.fuzzy_match or merged, mapping=options.layer_mapping,
         rename=_renamer(host, npu, bench), auto=auto,
