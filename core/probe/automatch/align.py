@@ -10,7 +10,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Sequence
 
-MAX_CELLS = 400_000
+MAX_CELLS = 1_000_000
 """Largest piece (target calls x golden calls) aligned by dynamic programming."""
 
 TIE = 0.02
@@ -20,19 +20,24 @@ Score = Callable[[int, int], float]
 
 
 def align(keys_t: Sequence[Hashable], keys_g: Sequence[Hashable], score: Score,
-          same: Callable[[int, int], bool] | None = None) -> list[tuple[int, int]]:
+          same: Callable[[int, int], bool] | None = None,
+          names: tuple[Sequence[str], Sequence[str]] | None = None) -> list[tuple[int, int]]:
     """Pairs ``(i, j)`` increasing in both, maximising the summed ``score`` of pairs.
 
     Only calls with equal keys may pair; ``score(i, j) <= 0`` forbids a pair. ``same(i, j)``
-    (optional) recognises calls that obviously correspond, to strip common runs cheaply.
+    (optional) recognises calls that obviously correspond, to strip common runs cheaply;
+    with ``names`` (unique call names of each side) a piece too large for dynamic
+    programming is first cut at calls of equal name that ``same`` confirms.
     """
     out: list[tuple[int, int]] = []
-    _align(keys_t, keys_g, score, same, 0, len(keys_t), 0, len(keys_g), out)
+    golden_at = {name: j for j, name in enumerate(names[1])} if names is not None and same is not None else None
+    _align(keys_t, keys_g, score, same, 0, len(keys_t), 0, len(keys_g), out,
+           (names[0], golden_at) if golden_at is not None else None)
     out.sort()
     return out
 
 
-def _align(kt, kg, score, same, t0, t1, g0, g1, out) -> None:
+def _align(kt, kg, score, same, t0, t1, g0, g1, out, names=None) -> None:
     # common head and tail
     if same is not None:
         while t0 < t1 and g0 < g1 and kt[t0] == kg[g0] and same(t0, g0):
@@ -48,16 +53,29 @@ def _align(kt, kg, score, same, t0, t1, g0, g1, out) -> None:
     if (t1 - t0) * (g1 - g0) <= MAX_CELLS:
         _dp(kt, kg, score, t0, t1, g0, g1, out)
         return
-    anchors = _anchors(kt, kg, score, t0, t1, g0, g1)
+    anchors = _name_anchors(kt, kg, same, names, t0, t1, g0, g1) if names is not None else []
+    if not anchors:
+        anchors = _anchors(kt, kg, score, t0, t1, g0, g1)
     if not anchors:
         _greedy(kt, kg, score, t0, t1, g0, g1, out)
         return
     pt, pg = t0, g0
     for i, j in anchors:
-        _align(kt, kg, score, same, pt, i, pg, j, out)
+        _align(kt, kg, score, same, pt, i, pg, j, out, names)
         out.append((i, j))
         pt, pg = i + 1, j + 1
-    _align(kt, kg, score, same, pt, t1, pg, g1, out)
+    _align(kt, kg, score, same, pt, t1, pg, g1, out, names)
+
+
+def _name_anchors(kt, kg, same, names, t0, t1, g0, g1) -> list[tuple[int, int]]:
+    """Calls of equal name on both sides that ``same`` confirms, longest increasing run."""
+    names_t, golden_at = names
+    cands = []
+    for i in range(t0, t1):
+        j = golden_at.get(names_t[i], -1)
+        if g0 <= j < g1 and kt[i] == kg[j] and same(i, j):
+            cands.append((i, j))
+    return _increasing(cands)
 
 
 def _anchors(kt, kg, score, t0, t1, g0, g1) -> list[tuple[int, int]]:
@@ -74,7 +92,11 @@ def _anchors(kt, kg, score, t0, t1, g0, g1) -> list[tuple[int, int]]:
         if i >= 0 and j >= 0 and score(i, j) > 0.5:
             cands.append((i, j))
     cands.sort()
-    # longest increasing subsequence on j (patience sorting), deterministic
+    return _increasing(cands)
+
+
+def _increasing(cands: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The longest run of ``cands`` (sorted by i) increasing in j (patience sorting), deterministic."""
     tails: list[int] = []
     tails_idx: list[int] = []
     prev = [-1] * len(cands)
@@ -97,14 +119,19 @@ def _anchors(kt, kg, score, t0, t1, g0, g1) -> list[tuple[int, int]]:
 
 
 def _greedy(kt, kg, score, t0, t1, g0, g1, out, window: int = 64) -> None:
-    """In-order pairing for pieces too large for dynamic programming and without anchors."""
+    """In-order pairing for pieces too large for dynamic programming and without anchors:
+    each target call takes the best-scoring golden call of its key among the next ``window``."""
     j = g0
     for i in range(t0, t1):
+        best, best_k = 0.5, -1
         for k in range(j, min(g1, j + window)):
-            if kt[i] == kg[k] and score(i, k) > 0.5:
-                out.append((i, k))
-                j = k + 1
-                break
+            if kt[i] == kg[k]:
+                s = score(i, k)
+                if s > best + TIE:
+                    best, best_k = s, k
+        if best_k >= 0:
+            out.append((i, best_k))
+            j = best_k + 1
 
 
 def _dp(kt, kg, score, t0, t1, g0, g1, out) -> None:

@@ -92,30 +92,41 @@ def parse_entry(entry: str) -> tuple[str, str, str, str, int] | None:
 
 
 def _stats(row: Row) -> tuple[float, float, float, float] | None:
+    """The four statistics as finite floats, or ``None``."""
     values = row.stats
     if values is None or len(values) != 4:
         return None
-    out = []
-    for value in values:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+    mx, mn, mean, norm = values
+    if type(mx) is float and type(mn) is float and type(mean) is float and type(norm) is float:
+        total = mx + mn + mean + norm
+        return values if total - total == 0.0 else None  # inf/nan fail this
+    try:
+        if any(isinstance(v, (bool, str)) for v in values):
             return None
-        number = float(value)
-        if not math.isfinite(number):
-            return None
-        out.append(number)
-    return out[0], out[1], out[2], out[3]
+        out = (float(mx), float(mn), float(mean), float(norm))
+    except (TypeError, ValueError):
+        return None
+    return out if math.isfinite(sum(out)) else None
 
 
-def _is_tensor(row: Row) -> bool:
-    shape = row.shape
-    return shape.startswith("[") and not row.dtype.startswith("<class") and row.dtype not in (
-        "torch.Size", "slice", "ellipsis", "torch.ProcessGroup", "N/A")
+_NOT_TENSOR = frozenset({"torch.Size", "slice", "ellipsis", "torch.ProcessGroup", "N/A"})
+
+
+def _tensor_kind(row: Row, cache: dict[str, str | None]) -> str | None:
+    """The dtype kind of a tensor row, ``None`` for other rows (scalars, sizes, None...)."""
+    dtype = row.dtype
+    if dtype in cache:
+        kind = cache[dtype]
+    else:
+        kind = cache[dtype] = None if dtype in _NOT_TENSOR or dtype.startswith("<class") else dtype_kind(dtype)
+    return kind if kind is not None and row.shape.startswith("[") else None
 
 
 def build_calls(rows: Sequence[Row], rename: Callable[[str], str] | None = None) -> list[Call]:
     """Group ``rows`` (in dump order) into calls; ``rename`` maps an API name to the golden framework's."""
     calls: list[Call] = []
     current: Call | None = None
+    kinds: dict[str, str | None] = {}
     for row in rows:
         if current is None or row.entry != current.entry:
             parsed = parse_entry(row.entry)
@@ -130,6 +141,7 @@ def build_calls(rows: Sequence[Row], rename: Callable[[str], str] | None = None)
         suffix = row.name[len(row.entry):] if row.name.startswith(row.entry) else row.name
         current.rows.append(row)
         current.by_suffix[suffix] = row
-        if _is_tensor(row):
-            current.tensors.append(Tensor(row, suffix, row.state, row.shape, dtype_kind(row.dtype), _stats(row)))
+        kind = _tensor_kind(row, kinds)
+        if kind is not None:
+            current.tensors.append(Tensor(row, suffix, row.state, row.shape, kind, _stats(row)))
     return calls

@@ -127,7 +127,7 @@ def match_forward(ts: Sequence[Call], gs: Sequence[Call]) -> list[CallMatch]:
     kt = [structure_key(c) for c in ts]
     kg = [structure_key(c) for c in gs]
     scorer = _Scorer(ts, gs)
-    pairs = align(kt, kg, scorer.score, scorer.same)
+    pairs = align(kt, kg, scorer.score, scorer.same, ([c.entry for c in ts], [c.entry for c in gs]))
     pairs = sorted(pairs + _renamed_ops(ts, gs, pairs, scorer))
     partner = dict(pairs)
     matches = []
