@@ -8,7 +8,7 @@ Matching pairs calls first and rows inside paired calls afterwards.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from probe.model import Row
@@ -64,6 +64,8 @@ class Call:
     """API: the API name (``Functional.linear``); module: the attribute path."""
     number: int
     """The call index in the name (API counter, module call count)."""
+    parent: str | None = None
+    """The module call this call ran in (construct.json), ``None`` at the top or when unknown."""
     rows: list[Row] = field(default_factory=list)
     tensors: list[Tensor] = field(default_factory=list)
     by_suffix: dict[str, Row] = field(default_factory=dict)
@@ -122,8 +124,10 @@ def _tensor_kind(row: Row, cache: dict[str, str | None]) -> str | None:
     return kind if kind is not None and row.shape.startswith("[") else None
 
 
-def build_calls(rows: Sequence[Row], rename: Callable[[str], str] | None = None) -> list[Call]:
-    """Group ``rows`` (in dump order) into calls; ``rename`` maps an API name to the golden framework's."""
+def build_calls(rows: Sequence[Row], rename: Callable[[str], str] | None = None,
+                tree: Mapping[str, str | None] | None = None) -> list[Call]:
+    """Group ``rows`` (in dump order) into calls; ``rename`` maps an API name to the golden
+    framework's; ``tree`` is construct.json's ``{call: parent module call}``."""
     calls: list[Call] = []
     current: Call | None = None
     kinds: dict[str, str | None] = {}
@@ -136,7 +140,8 @@ def build_calls(rows: Sequence[Row], rename: Callable[[str], str] | None = None)
             kind, direction, path, op, number = parsed
             if kind == "api" and rename is not None:
                 op = op_name(rename(path))
-            current = Call(row.entry, len(calls), kind, direction, op, path, number)
+            current = Call(row.entry, len(calls), kind, direction, op, path, number,
+                           tree.get(row.entry) if tree is not None else None)
             calls.append(current)
         suffix = row.name[len(row.entry):] if row.name.startswith(row.entry) else row.name
         current.rows.append(row)

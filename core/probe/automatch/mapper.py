@@ -48,7 +48,18 @@ def match_dumps(target: FlatDump, golden: FlatDump, normalizers: Iterable[Any] =
     """
     from probe.automatch.matcher import auto_match
 
-    return auto_match(target.rows, golden.rows, api_renamer(normalizers, target, golden))
+    trees = (module_tree(target), module_tree(golden))
+    return auto_match(target.rows, golden.rows, api_renamer(normalizers, target, golden), trees)
+
+
+def module_tree(dump: FlatDump) -> dict[str, str | None] | None:
+    """construct.json beside the dump (``{call: parent module call}``), ``None`` when absent."""
+    from probe.graph.build import read_construct
+
+    path = dump.info.path.parent / "construct.json"
+    if not path.is_file():
+        return None
+    return read_construct(path)[0]
 
 
 def load_and_match(target_path: Path, golden_path: Path, registries: Any):

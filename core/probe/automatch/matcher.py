@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from probe.automatch.align import align
@@ -130,17 +130,23 @@ def match_forward(ts: Sequence[Call], gs: Sequence[Call]) -> list[CallMatch]:
     pairs = align(kt, kg, scorer.score, scorer.same, ([c.entry for c in ts], [c.entry for c in gs]))
     pairs = sorted(pairs + _renamed_ops(ts, gs, pairs, scorer))
     partner = dict(pairs)
+    by_entry = {ts[i].entry: gs[j].entry for i, j in pairs}
     matches = []
     for i, j in pairs:
         _, sim, coverage, names = scorer.parts(i, j)
         context = 0.5 * (partner.get(i - 1) == j - 1 if i > 0 else 1) + 0.5 * (
             partner.get(i + 1) == j + 1 if i + 1 < len(ts) else 1)
         confidence = _confidence(sim, coverage, names, context)
+        parent_t, parent_g = ts[i].parent, gs[j].parent
+        if parent_t is not None and by_entry.get(parent_t, parent_g) != parent_g:
+            confidence = round(confidence * TREE_PENALTY, 3)  # its module is paired with another one
         if confidence >= MIN_CONFIDENCE or (confidence >= MIN_NAMED_CONFIDENCE and names >= 0.99 and context >= 1):
             matches.append(CallMatch(ts[i].entry, gs[j].entry, confidence, _why(ts[i], gs[j], sim, context)))
     return matches
 
 
+TREE_PENALTY = 0.7
+"""Confidence factor of a pair whose parent modules (construct.json) are paired elsewhere."""
 RENAMED_OP_SIMILARITY = 0.95
 """Statistics similarity two calls of different op names need to pair (see :func:`_renamed_ops`)."""
 
@@ -232,14 +238,18 @@ def _pair_rows(t: Call, g: Call, m: CallMatch) -> list[RowMatch]:
 
 
 def auto_match(target_rows: Sequence[Row], golden_rows: Sequence[Row],
-               rename: Callable[[str], str] | None = None) -> MatchResult:
+               rename: Callable[[str], str] | None = None,
+               trees: tuple[Mapping[str, str | None] | None, Mapping[str, str | None] | None] = (None, None),
+               ) -> MatchResult:
     """Pair the rows of two dumps (rows in dump order) from structure and data.
 
-    ``rename`` maps a target API name to the golden framework's spelling (an API table).
+    ``rename`` maps a target API name to the golden framework's spelling (an API table);
+    ``trees`` are the module trees (construct.json) of both sides, when known: a pair whose
+    parent modules are paired with other modules loses confidence.
     Deterministic: the same dumps give the same pairs.
     """
-    calls_t = build_calls(target_rows, rename)
-    calls_g = build_calls(golden_rows)
+    calls_t = build_calls(target_rows, rename, trees[0])
+    calls_g = build_calls(golden_rows, None, trees[1])
     fwd_t = [c for c in calls_t if c.direction == "forward"]
     fwd_g = [c for c in calls_g if c.direction == "forward"]
     forward = match_forward(fwd_t, fwd_g)
