@@ -259,3 +259,26 @@ def test_ops_of_other_names_pair_when_alone_between_pairs():
     made = {k: auto[k] for k in truth if auto.get(k) is not None}
     assert all(truth[k] == v for k, v in made.items())
     assert "Functional.bias_add.0.forward.output.0" in made and len(made) >= len(truth) - 1
+
+
+def test_module_tree_contradiction_lowers_confidence():
+    """construct.json: a pair whose parent modules are paired with other modules loses confidence."""
+    from probe.automatch.mapper import load_and_match, module_tree
+    from probe.automatch.matcher import TREE_PENALTY, auto_match
+    from probe.dumps import load_pair
+    from probe.plugins import default_host
+    from probe.stages import pick_reader
+
+    target, golden, _ = _case("sa04_enc_wrapper_and_calls")
+    host = default_host()
+    t, g = load_pair(target, golden, pick_reader(target, host), pick_reader(golden, host))
+    trees = (module_tree(t), module_tree(g))
+    assert trees[0]["Functional.linear.0.forward"] == "Module.layers.0.module.attn.q.Linear.forward.0"
+    base = {m.target: m for m in auto_match(t.rows, g.rows, None, trees).calls}
+    wrong_tree = dict(trees[0], **{"Functional.linear.0.forward": "Module.layers.0.module.attn.k.Linear.forward.0"})
+    moved = {m.target: m for m in auto_match(t.rows, g.rows, None, (wrong_tree, trees[1])).calls}
+    before = base["Functional.linear.0.forward"]
+    after = moved.get("Functional.linear.0.forward")
+    assert after is None or after.confidence == pytest.approx(before.confidence * TREE_PENALTY, abs=2e-3)
+    assert after is None or "another" in after.why
+    assert load_and_match(target, golden, host).calls == list(base.values())

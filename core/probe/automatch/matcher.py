@@ -137,11 +137,13 @@ def match_forward(ts: Sequence[Call], gs: Sequence[Call]) -> list[CallMatch]:
         context = 0.5 * (partner.get(i - 1) == j - 1 if i > 0 else 1) + 0.5 * (
             partner.get(i + 1) == j + 1 if i + 1 < len(ts) else 1)
         confidence = _confidence(sim, coverage, names, context)
+        why = _why(ts[i], gs[j], sim, context)
         parent_t, parent_g = ts[i].parent, gs[j].parent
         if parent_t is not None and by_entry.get(parent_t, parent_g) != parent_g:
-            confidence = round(confidence * TREE_PENALTY, 3)  # its module is paired with another one
+            confidence = round(confidence * TREE_PENALTY, 3)
+            why += ", but its module is paired with another one"
         if confidence >= MIN_CONFIDENCE or (confidence >= MIN_NAMED_CONFIDENCE and names >= 0.99 and context >= 1):
-            matches.append(CallMatch(ts[i].entry, gs[j].entry, confidence, _why(ts[i], gs[j], sim, context)))
+            matches.append(CallMatch(ts[i].entry, gs[j].entry, confidence, why))
     return matches
 
 
