@@ -8,6 +8,8 @@ Matching pairs calls first and rows inside paired calls afterwards.
 from __future__ import annotations
 
 import math
+from itertools import groupby
+from operator import attrgetter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -127,26 +129,28 @@ def _tensor_kind(row: Row, cache: dict[str, str | None]) -> str | None:
 def build_calls(rows: Sequence[Row], rename: Callable[[str], str] | None = None,
                 tree: Mapping[str, str | None] | None = None) -> list[Call]:
     """Group ``rows`` (in dump order) into calls; ``rename`` maps an API name to the golden
-    framework's; ``tree`` is construct.json's ``{call: parent module call}``."""
+    framework's; ``tree`` is construct.json's ``{call: parent module call}``.
+
+    Only forward calls get their tensor fingerprints (backward calls follow their forward call).
+    """
     calls: list[Call] = []
-    current: Call | None = None
     kinds: dict[str, str | None] = {}
-    for row in rows:
-        if current is None or row.entry != current.entry:
-            parsed = parse_entry(row.entry)
-            if parsed is None:
-                current = None
-                continue
-            kind, direction, path, op, number = parsed
-            if kind == "api" and rename is not None:
-                op = op_name(rename(path))
-            current = Call(row.entry, len(calls), kind, direction, op, path, number,
-                           tree.get(row.entry) if tree is not None else None)
-            calls.append(current)
-        suffix = row.name[len(row.entry):] if row.name.startswith(row.entry) else row.name
-        current.rows.append(row)
-        current.by_suffix[suffix] = row
-        kind = _tensor_kind(row, kinds)
-        if kind is not None:
-            current.tensors.append(Tensor(row, suffix, row.state, row.shape, kind, _stats(row)))
+    for entry, group in groupby(rows, key=attrgetter("entry")):
+        parsed = parse_entry(entry)
+        if parsed is None:
+            continue
+        kind, direction, path, op, number = parsed
+        if kind == "api" and rename is not None:
+            op = op_name(rename(path))
+        call = Call(entry, len(calls), kind, direction, op, path, number,
+                    tree.get(entry) if tree is not None else None)
+        call.rows = list(group)
+        cut = len(entry)
+        call.by_suffix = {row.name[cut:]: row for row in call.rows}
+        if direction == "forward":
+            for row in call.rows:
+                tensor_kind = _tensor_kind(row, kinds)
+                if tensor_kind is not None:
+                    call.tensors.append(Tensor(row, row.name[cut:], row.state, row.shape, tensor_kind, _stats(row)))
+        calls.append(call)
     return calls

@@ -227,16 +227,22 @@ def _pair_rows(t: Call, g: Call, m: CallMatch) -> list[RowMatch]:
     shapes agree; a row whose suffix the golden call lacks, or whose shape differs, stays unpaired
     (MindSpore's ``gamma`` is not PyTorch's ``weight`` by name, and a guess may be wrong)."""
     out = []
+    cut = len(t.entry)
+    find = g.by_suffix.get
     for row in t.rows:
-        suffix = row.name[len(t.entry):]
-        cand = g.by_suffix.get(suffix)
+        cand = find(row.name[cut:])
         if cand is None:
-            out.append(RowMatch(row.name, None, 0.0, f"{g.entry} has no row {suffix.lstrip('.')}"))
+            out.append(RowMatch(row.name, None, 0.0, NO_SUCH_ROW + g.entry))
         elif cand.shape != row.shape:
-            out.append(RowMatch(row.name, None, 0.0, f"{cand.name} has another shape"))
+            out.append(RowMatch(row.name, None, 0.0, OTHER_SHAPE + cand.name))
         else:
             out.append(RowMatch(row.name, cand.name, m.confidence, m.why))
     return out
+
+
+NO_SUCH_ROW = "no row of this name in "
+OTHER_SHAPE = "another shape in "
+NO_CALL = "no call of the same structure and data"
 
 
 def auto_match(target_rows: Sequence[Row], golden_rows: Sequence[Row],
@@ -262,7 +268,7 @@ def auto_match(target_rows: Sequence[Row], golden_rows: Sequence[Row],
     for c in calls_t:
         m = by_target.get(c.entry)
         if m is None:
-            rows.extend(RowMatch(r.name, None, 0.0, "no call of the same structure and data") for r in c.rows)
+            rows.extend(RowMatch(r.name, None, 0.0, NO_CALL) for r in c.rows)
         else:
             rows.extend(_pair_rows(c, golden_calls[m.golden], m))
     order = {c.entry: c.order for c in calls_t}
