@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["compare", "__version__"]
+__all__ = ["compare", "diagnose", "__version__"]
 
 
 def compare(target: Any, golden: Any, output: Any = None, **options: Any) -> Any:
@@ -16,3 +16,10 @@ def compare(target: Any, golden: Any, output: Any = None, **options: Any) -> Any
     from probe.pipeline import compare as _compare
 
     return _compare(target, golden, output, **options)
+
+
+def diagnose(target: Any, golden: Any, output: Any = None, **options: Any) -> Any:
+    """Compare two dumps and rank suspects; see :func:`probe.diagnosis.diagnose`."""
+    from probe.diagnosis import diagnose as _diagnose
+
+    return _diagnose(target, golden, output, **options)
