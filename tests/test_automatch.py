@@ -282,3 +282,17 @@ def test_module_tree_contradiction_lowers_confidence():
     assert after is None or after.confidence == pytest.approx(before.confidence * TREE_PENALTY, abs=2e-3)
     assert after is None or "another" in after.why
     assert load_and_match(target, golden, host).calls == list(base.values())
+
+
+def test_unusable_construct_json_is_a_warning(tmp_path, caplog):
+    """A broken construct.json does not stop --auto-match; it is named in a warning."""
+    import shutil
+
+    target, golden, truth = _case("sa04_enc_wrapper_and_calls")
+    copy = tmp_path / "target"
+    shutil.copytree(target.parent, copy)
+    (copy / "construct.json").write_text("[1, 2")
+    with caplog.at_level("WARNING", logger="probe"):
+        chosen = _bench_names(copy / "dump.json", golden, auto_match=True)
+    assert "construct.json" in caplog.text
+    assert _score(truth, chosen)[0] >= 0.98

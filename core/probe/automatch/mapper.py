@@ -8,12 +8,16 @@ instead of being paired by name with what may be the wrong call.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from probe.builtin.mappers import golden_key_lookup
+from probe.errors import InputError
 from probe.model import FlatDump, KeyMap, MatchContext, Row
+
+log = logging.getLogger("probe")
 
 NO_PARTNER = "\x00automatch:none"
 """The key of target rows automatic matching left unpaired (no golden row has it)."""
@@ -53,13 +57,21 @@ def match_dumps(target: FlatDump, golden: FlatDump, normalizers: Iterable[Any] =
 
 
 def module_tree(dump: FlatDump) -> dict[str, str | None] | None:
-    """construct.json beside the dump (``{call: parent module call}``), ``None`` when absent."""
+    """construct.json beside the dump (``{call: parent module call}``), ``None`` when absent.
+
+    A construct.json that cannot be used is named in a warning and left out: matching then
+    goes without the module tree.
+    """
     from probe.graph.build import read_construct
 
     path = dump.info.path.parent / "construct.json"
     if not path.is_file():
         return None
-    return read_construct(path)[0]
+    try:
+        return read_construct(path)[0]
+    except InputError as exc:
+        log.warning("automatic matching without the module tree: %s", exc)
+        return None
 
 
 def load_and_match(target_path: Path, golden_path: Path, registries: Any):
