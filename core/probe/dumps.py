@@ -1,4 +1,4 @@
-"""Read a pair of dump files with their readers (a large golden dump on the second core), and stack.json."""
+"""Read a pair of dump files with their readers (a large golden dump on the second core)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ from typing import Any
 
 from probe import runtime
 from probe.errors import InputError
-from probe.flatten import RowList
-from probe.jsonio import read_json
-from probe.model import FlatDump, Row
+from probe.model import FlatDump, Row, RowList
 
 
 def load_dump(path: Path, reader: Any, with_stack: bool = True) -> FlatDump:
@@ -72,31 +70,3 @@ def unpack_dump(packed: tuple[Any, ...]) -> FlatDump:
     dump.has_md5 = has_md5
     dump.skipped_entries = skipped
     return dump
-
-
-def load_stack(path: Path) -> dict[str, list[str]] | None:
-    """Read stack.json in either format; ``None`` when the file does not exist.
-
-    New format: ``{"0": [[entry names], [stack lines]], ...}``; old format:
-    ``{entry name: [stack lines]}``.
-    """
-    if not path.exists():
-        return None
-    doc = read_json(path)
-    if not isinstance(doc, dict):
-        raise InputError("is not a stack file (top level is not an object)", path)
-    if "0" in doc:
-        stack: dict[str, list[str]] = {}
-        for group in doc.values():
-            if not (isinstance(group, list) and len(group) == 2 and isinstance(group[0], list)):
-                raise InputError("has a group that is not [[entry names], [stack lines]]", path)
-            names, lines = group
-            if not isinstance(lines, list):
-                raise InputError("has stack lines that are not a list", path)
-            for name in names:
-                stack[name] = lines
-        return stack
-    for name, lines in doc.items():
-        if not isinstance(lines, list):
-            raise InputError(f"has stack info of {name} that is not a list", path)
-    return doc

@@ -140,7 +140,7 @@ def probe_register_analyzers(register: Registry) -> None:
 
 @hookspec
 def probe_add_compare_options(parser: argparse.ArgumentParser) -> None:
-    """Add options to ``probe compare`` (e.g. ``--rank``/``--step`` or ``-am``).
+    """Add options to ``probe compare`` (e.g. ``-am``; ``--rank``/``--step`` are core options).
 
     Called once when the ``compare`` parser is built. Options land in
     ``CompareRequest.options`` under their ``dest`` names, so plugin code reads them from

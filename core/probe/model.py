@@ -92,6 +92,12 @@ class Row:
         return f"Row({self.name!r}, {self.dtype}, {self.shape})"
 
 
+class RowList(list):
+    """A list of rows that also remembers whether any tensor leaf carried an ``md5``."""
+
+    has_md5 = False
+
+
 @dataclass
 class FlatDump:
     """A dump after flattening: header, rows in output order, stack info per entry."""

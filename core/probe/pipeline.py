@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from probe.interfaces import Registries
 from probe.io import prepare_output_dir, timestamp
 from probe.model import CompareRequest, PairPlan, Summary
 from probe.plugins import Host, default_host
-from probe.result import CompareResult, CompareRun
+from probe.result import Analysis, CompareResult, CompareRun, JobOutcome
 
 log = logging.getLogger("probe")
 
@@ -47,20 +46,6 @@ def run_plan(plan: PairPlan, request: CompareRequest, registries: Registries,
     result.output_subdir = plan.output_subdir
     result.rank = plan.rank
     return result
-
-
-@dataclass
-class JobOutcome:
-    """What a job sends back: its summary, files, problems and (optionally) the result."""
-
-    label: str
-    summary: Summary
-    problems: list[str] = field(default_factory=list)
-    result: CompareResult | None = None
-    error: str | None = None
-    exit_code: int = 0
-    digests: dict[str, Any] = field(default_factory=dict)
-    """Per-analyzer summaries made where the job ran (see :class:`probe.model.Analyzer`)."""
 
 
 def run_unit(unit: Unit, request: CompareRequest, keep: bool, host: Host | None = None,
@@ -96,8 +81,12 @@ def run_compare(
     keep: bool = True,
     progress: ProgressFactory = _no_progress,
     on_outcome: Callable[[JobOutcome], None] | None = None,
-) -> tuple[list[JobOutcome], list[Unit]]:
-    """Plan ``request`` and run every plan; plans run in parallel processes when ``jobs > 1``."""
+) -> CompareRun:
+    """Plan ``request``, run every plan, then the analyzers; returns everything as a :class:`CompareRun`.
+
+    Plans run in parallel processes when ``jobs > 1``. ``keep=False`` drops each plan's
+    result once it is exported (its summary stays), unless an analyzer needs it.
+    """
     host = host or default_host()
     if request.output_dir is not None:
         prepare_output_dir(request.output_dir)
@@ -116,7 +105,21 @@ def run_compare(
         outcomes.append(outcome)
         if on_outcome:
             on_outcome(outcome)
-    return outcomes, list(units)
+    results = [o.result for o in outcomes if o.result is not None]
+    return CompareRun(results, outcomes, analyze(request, host, outcomes, results))
+
+
+def analyze(request: CompareRequest, registries: Registries, outcomes: Sequence[JobOutcome],
+            results: list[CompareResult]) -> list[Analysis]:
+    """Run every enabled analyzer over the results (or the digests made where plans ran)."""
+    analyses: list[Analysis] = []
+    for analyzer in stages.enabled_analyzers(registries, request):
+        if getattr(analyzer, "digest", None) is None:
+            found = analyzer.analyze(request, results)
+        else:
+            found = analyzer.analyze(request, [o.digests[analyzer.name] for o in outcomes if analyzer.name in o.digests])
+        analyses.append(found if isinstance(found, Analysis) else Analysis(analyzer.name, list(found or [])))
+    return analyses
 
 
 def compare(target: str | os.PathLike, golden: str | os.PathLike, output: str | os.PathLike | None = None,
@@ -124,6 +127,9 @@ def compare(target: str | os.PathLike, golden: str | os.PathLike, output: str | 
             host: Host | None = None, **options: Any) -> CompareRun:
     """Compare two dumps from Python; returns a :class:`CompareRun` to filter in a notebook.
 
+    It runs exactly what ``probe compare`` runs, analyzers included (the advisor unless
+    ``compare_only=True``, ``diff_analyze=True`` for ``-da``; ``analyze=False`` switches them
+    all off): ``run.analysis("advisor").data`` holds what the console would show.
     ``output`` is a directory for reports (nothing is written when it is ``None``).
     ``options`` are the compare options by their CLI ``dest`` names, e.g.
     ``fuzzy_match=True``, ``data_mapping="map.yaml"``, ``highlight=True``.
@@ -131,13 +137,12 @@ def compare(target: str | os.PathLike, golden: str | os.PathLike, output: str | 
     """
     request = CompareRequest(
         target=Path(target), golden=Path(golden), output_dir=Path(output) if output is not None else None,
-        framework=framework, formats=tuple(formats), jobs=jobs, options={"analyze": False, **options},
+        framework=framework, formats=tuple(formats), jobs=jobs, options=dict(options),
     )
-    outcomes, _ = run_compare(request, host=host, keep=True)
-    errors = [o for o in outcomes if o.error]
-    if errors and len(errors) == len(outcomes):
-        first = errors[0]
+    run = run_compare(request, host=host, keep=True)
+    if run.errors and len(run.errors) == len(run.outcomes):
+        first = run.errors[0]
         exc = ProbeError(first.error)
         exc.exit_code = first.exit_code
         raise exc
-    return CompareRun([o.result for o in outcomes if o.result is not None])
+    return run

@@ -26,6 +26,7 @@ import pluggy
 from probe import hookspecs
 from probe.errors import PluginError
 from probe.registry import Registry
+from probe.version import __version__
 
 ENTRY_POINT_GROUP = "probe"
 
@@ -72,8 +73,6 @@ def get_plugin_manager(
     for name in blocked_names:
         pm.set_blocked(name)
     infos: list[PluginInfo] = []
-    from probe import __version__
-
     for module_name in BUILTIN_PLUGINS:
         short = module_name.rsplit(".", 1)[-1]
         if short in blocked_names or module_name in blocked_names:

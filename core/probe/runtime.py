@@ -28,12 +28,10 @@ simply runs in the calling process when its result is asked for.
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 import pickle
 import signal
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
@@ -46,6 +44,8 @@ def allowed() -> bool:
     """Whether :func:`start` may fork (see the module docstring)."""
     if not hasattr(os, "fork") or os.environ.get("PROBE_FORK", "1") == "0":
         return False
+    import multiprocessing  # process machinery is imported when first needed: start-up time
+
     if multiprocessing.parent_process() is not None:
         return False
     try:
@@ -131,6 +131,18 @@ def start(func: Callable[..., Any], *args: Any) -> Task:
 
 
 @contextmanager
+def gc_off() -> Iterator[None]:
+    """Switch the cyclic garbage collector off for a short block (e.g. parsing a tree without cycles)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@contextmanager
 def gc_paused() -> Iterator[None]:
     """Switch the cyclic garbage collector off for a block.
 
@@ -192,6 +204,8 @@ def run_each(
         raise InputError(f"unknown executor {executor!r} (choose process or dask)")
     workers = min(workers, len(units))
     if workers > 1 and picklable(units):
+        from concurrent.futures import ProcessPoolExecutor
+
         with ProcessPoolExecutor(max_workers=workers) as pool:
             futures = [pool.submit(func, unit, *args) for unit in units]
             for future in futures:
@@ -236,5 +250,7 @@ def parallel_map(func: Callable[..., list[Any]], chunks: Sequence[Any], *args: A
         for chunk in chunks:
             yield func(chunk, *args)
         return
+    from concurrent.futures import ProcessPoolExecutor
+
     with ProcessPoolExecutor(max_workers=workers) as pool:
         yield from pool.map(func, chunks, *[[a] * len(chunks) for a in args])

@@ -16,6 +16,7 @@ from typing import Any
 
 from probe import dumps
 from probe.errors import InputError
+from probe.formats.msprobe.stack import load_stack
 from probe.interfaces import Registries
 from probe.io import prepare_output_dir, unique_path
 from probe.judge import judge_result
@@ -45,7 +46,7 @@ def read(plan: PairPlan, registries: Registries, stack_path: str | None = None) 
                 dump.info.path, len(dump.skipped_entries), dump.skipped_entries[0],
             )
     if stack_path:  # msProbe's compare.json may name the stack file explicitly
-        target.stack = dumps.load_stack(Path(stack_path))
+        target.stack = load_stack(Path(stack_path))
         if target.stack is None:
             raise InputError("stack file does not exist", stack_path)
     if target.stack is None:

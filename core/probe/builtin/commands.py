@@ -11,11 +11,14 @@ from typing import Any
 from probe.errors import InputError
 from probe.hookspecs import hookimpl
 from probe.interfaces import Command
+from probe.jsonio import read_json
+from probe.model import CompareRequest
 
 COMPARE_EPILOG = """examples:
   probe compare -tp target/step0/rank0/dump.json -gp golden/step0/rank0/dump.json -o out
   probe compare -tp target/step0 -gp golden/step0 -o out --xlsx          # every rank
   probe compare -tp target -gp golden -o out --format csv,json --jobs 4  # every step and rank
+  probe compare -tp target -gp golden -o out --rank 0,3 --step 1         # some ranks of one step
   probe compare -tp t/dump.json -gp g/dump.json -fm -hl                  # fuzzy match, highlight
   probe compare -tp t/dump.json -gp g/dump.json -dm mapping.yaml --fail-on error
   probe compare -tp t/dump.json -gp g/dump.json --auto-match             # pair rows whose names differ
@@ -41,6 +44,10 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
                     help="parallel processes for ranks and tensor loading (default: CPU count)")
     io.add_argument("--executor", choices=("process", "dask"), default=None,
                     help="where rank jobs run: local processes (default) or a dask cluster (pip install 'probe[dask]')")
+    io.add_argument("--rank", dest="rank", default=None, metavar="N[,N]",
+                    help="ranks to compare, comma separated (default: every rank found on both sides)")
+    io.add_argument("--step", dest="step", default=None, metavar="N[,N]",
+                    help="steps to compare, comma separated (default: every step found on both sides)")
     io.add_argument("--scheduler", metavar="ADDRESS", default=None,
                     help="dask scheduler address for --executor dask (default: $DASK_SCHEDULER_ADDRESS, "
                          "else a local cluster of -j workers); -o must be on storage every worker sees")
@@ -48,8 +55,6 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     match.add_argument("-fm", "--fuzzy_match", action="store_true", default=None,
                        help="match rows ignoring call indices")
     match.add_argument("-dm", "--data_mapping", metavar="FILE", help="YAML of target row name: golden row name")
-    match.add_argument("-cm", "--cell_mapping", nargs="?", const=True, metavar="FILE",
-                       help="map Cell to Module, and module path/class fragments from a YAML file")
     report = parser.add_argument_group("report")
     report.add_argument("-hl", "--highlight", action="store_true", default=None,
                         help="colour rows red/yellow (xlsx fills, Highlight column in CSV/JSON)")
@@ -78,15 +83,15 @@ _CORE_KEYS = {"target_path", "golden_path", "input_path", "output_path", "xlsx",
 
 def request_from_args(args: argparse.Namespace, host: Any) -> Any:
     """Build a :class:`CompareRequest` from parsed arguments (incl. ``-i compare.json``)."""
-    from probe.model import CompareRequest
-    from probe.jsonio import read_json
-
     options = {k: v for k, v in vars(args).items() if k not in _CORE_KEYS}
     target, golden = args.target_path, args.golden_path
     if args.input_path:
         doc = read_json(Path(args.input_path))
         if not isinstance(doc, dict) or "npu_path" not in doc or "bench_path" not in doc:
             raise InputError("must hold npu_path and bench_path", args.input_path)
+        for key in ("npu_path", "bench_path", "stack_path"):
+            if doc.get(key) is not None and not isinstance(doc[key], str):
+                raise InputError(f"{key} must be a path (text), not {type(doc[key]).__name__}", args.input_path)
         target = target or doc["npu_path"]
         golden = golden or doc["bench_path"]
         if doc.get("stack_path"):

@@ -6,9 +6,11 @@ import argparse
 from pathlib import Path
 
 from probe.automatch.plugin import add_auto_match_option
-from probe.errors import InputError
+from probe.diagnosis import diagnose
+from probe.errors import InputError, ProbeError
 from probe.hookspecs import hookimpl
 from probe.interfaces import Command
+from probe.io import prepare_output_dir
 
 GRAPH_EPILOG = """examples:
   probe graph -tp target/step0/rank0 -o out                         # build one graph
@@ -99,7 +101,6 @@ def merge_options(args: argparse.Namespace) -> list:
 def run_graph_command(args: argparse.Namespace, host) -> int:
     """Run ``graph_visualize``."""
     from probe.graph.service import GraphOptions, run_graph
-    from probe.io import prepare_output_dir
 
     mapping = args.layer_mapping
     if mapping is True:
@@ -149,9 +150,6 @@ def _diagnose_for_page(args: argparse.Namespace, host):
     diagnosed: the page then charts the graph's own metrics)."""
     if not args.golden_path:
         return None
-    from probe.diagnosis import diagnose
-    from probe.errors import ProbeError
-
     options = {"fuzzy_match": True} if args.fuzzy_match else {}
     if args.layer_mapping:
         options["layer_mapping"] = args.layer_mapping

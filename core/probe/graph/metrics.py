@@ -11,15 +11,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from itertools import zip_longest
-from typing import TYPE_CHECKING
 
 from probe.errors import InputError
+from probe.interfaces import Registries
 from probe.model import ModeContext, Pair, Row
 
 from probe.graph.node import Graph, GraphNode
-
-if TYPE_CHECKING:  # pragma: no cover
-    from probe.plugins import Host
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +67,7 @@ def pair_rows(npu: GraphNode, bench: GraphNode) -> list[Pair]:
     return pairs
 
 
-def _find_mode(host: Host | None, task: str):
+def _find_mode(host: Registries | None, task: str):
     if host is None:
         return None
     try:
@@ -85,7 +82,7 @@ def compute_metrics(
     npu: Graph,
     bench: Graph,
     task: str,
-    host: Host | None,
+    host: Registries | None,
     jobs: int = 1,
 ) -> dict[GraphNode, list[Pair]]:
     """Pair the rows of every matched node and fill ``node.metrics`` on the NPU nodes.

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from probe.errors import InputError
-from probe.jsonio import read_yaml
-from probe.model import FlatDump, KeyMap, MatchContext, Row
+from probe.api import InputError
+from probe.api import read_yaml
+from probe.api import FlatDump, KeyMap, MatchContext, Row
 
 # section name of a row -> the YAML list suffix
 SECTIONS = ("args", "output", "parameters", "parameters_grad")

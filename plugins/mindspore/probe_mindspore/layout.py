@@ -10,10 +10,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from probe.builtin.layout import parse_number_list, plan_default, select_jobs
-from probe.errors import InputError
-from probe.model import CompareRequest, ModeContext
-from probe.result import CompareResult
+from probe.api import parse_number_list, plan_default, select_plans as select_jobs
+from probe.api import InputError
+from probe.api import CompareRequest, ModeContext
+from probe.api import CompareResult
 
 from probe_mindspore.kernel_dump import (
     KernelDir,
@@ -99,6 +99,7 @@ class KernelJob:
         result.output_subdir = self.output_subdir
         result.rank = self.rank
         result.golden_only = sum(1 for t, _ in pairs if t is None)
+        result.problems.extend(r.extra["problem"] for r in records if r.extra_value("problem") is not None)
         return result
 
 

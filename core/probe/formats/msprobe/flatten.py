@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from probe.errors import InputError
-from probe.model import NA, Row
+from probe.formats.msprobe.dtypes import PROCESS_GROUP, TORCH_SIZE
+from probe.model import NA, Row, RowList
 
 MAX_DEPTH = 400
 
@@ -61,6 +62,8 @@ def leaf_row(name: str, entry: str, state: str, leaf: dict[str, Any] | None) -> 
         row.extra = extra
         return row
     data_name = leaf.get("data_name") or "-1"
+    if not isinstance(data_name, str):
+        raise InputError(f"data_name of {entry} is not text ({type(data_name).__name__})")
     if data_name != "-1":
         if "/" in data_name or "\\" in data_name or data_name in (".", ".."):
             raise InputError(f"data_name {data_name!r} of {entry} points outside its dump directory")
@@ -84,9 +87,9 @@ def leaf_row(name: str, entry: str, state: str, leaf: dict[str, Any] | None) -> 
     leaf_type = leaf.get("type")
     value = leaf.get("value")
     md5 = leaf.get("md5")
-    if leaf_type == "torch.Size":
+    if leaf_type == TORCH_SIZE:
         text = _py_repr(value)
-        return Row(name, entry, state, "torch.Size", text, NO_STATS, requires_grad, md5 or crc32_hex(text), data_name)
+        return Row(name, entry, state, TORCH_SIZE, text, NO_STATS, requires_grad, md5 or crc32_hex(text), data_name)
     if leaf_type == "slice":
         return Row(
             name, entry, state, "slice", _slice_shape(value), NO_STATS, requires_grad,
@@ -94,9 +97,9 @@ def leaf_row(name: str, entry: str, state: str, leaf: dict[str, Any] | None) -> 
         )
     if leaf_type == "ellipsis":
         return Row(name, entry, state, "ellipsis", "[]", ("...",) * 4, requires_grad, md5 or crc32_hex("..."), data_name)
-    if leaf_type == "torch.ProcessGroup":
+    if leaf_type == PROCESS_GROUP:
         ranks = _py_repr(leaf.get("group_ranks"))
-        return Row(name, entry, state, "torch.ProcessGroup", "[]", (ranks,) * 4, requires_grad, md5 or ranks, data_name)
+        return Row(name, entry, state, PROCESS_GROUP, "[]", (ranks,) * 4, requires_grad, md5 or ranks, data_name)
     if name.rsplit(".", 1)[-1] in COMM_SCALAR_NAMES:
         text = _py_repr(value)
         return Row(name, entry, state, str(leaf_type), "[]", (text,) * 4, requires_grad, md5 or text, data_name)
@@ -140,12 +143,6 @@ def _slice_shape(value: Any) -> str:
             node = node[0] if node else None
         return str(tuple(depth_shape))
     return "()"
-
-
-class RowList(list):
-    """A list of rows that also remembers whether any tensor leaf carried an ``md5``."""
-
-    has_md5 = False
 
 
 def _walk(value: Any, name: str, entry: str, state: str, out: RowList, depth: int, list_index: bool = True) -> None:
