@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from probe.automatch.mapper import load_and_match, match_dumps
 from probe.automatch.matcher import CallMatch
 
 
@@ -13,8 +14,6 @@ def auto_node_pairs(npu: Any, bench: Any, registries: Any) -> dict[str, CallMatc
 
     Uses the rows the graphs were built from, or reads the dumps again when a graph has none.
     """
-    from probe.automatch.mapper import load_and_match, match_dumps
-
     if npu.dump is not None and bench.dump is not None:
         result = match_dumps(npu.dump, bench.dump, registries.normalizers.values() if registries else ())
     else:

@@ -13,8 +13,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from probe.automatch.matcher import MatchResult, auto_match
 from probe.builtin.mappers import golden_key_lookup
+from probe.dumps import load_pair
 from probe.errors import InputError
+from probe.graph.build import read_construct
+from probe.stages import pick_reader
 from probe.model import FlatDump, KeyMap, MatchContext, Row
 
 log = logging.getLogger("probe")
@@ -44,14 +48,12 @@ def api_renamer(normalizers: Iterable[Any], target: FlatDump, golden: FlatDump) 
     return rename
 
 
-def match_dumps(target: FlatDump, golden: FlatDump, normalizers: Iterable[Any] = ()):
+def match_dumps(target: FlatDump, golden: FlatDump, normalizers: Iterable[Any] = ()) -> MatchResult:
     """Run automatic matching on two flattened dumps; returns a :class:`MatchResult`.
 
     ``normalizers``: the registered name normalizers (API tables tell which APIs of two
     frameworks are the same op).
     """
-    from probe.automatch.matcher import auto_match
-
     trees = (module_tree(target), module_tree(golden))
     return auto_match(target.rows, golden.rows, api_renamer(normalizers, target, golden), trees)
 
@@ -62,8 +64,6 @@ def module_tree(dump: FlatDump) -> dict[str, str | None] | None:
     A construct.json that cannot be used is named in a warning and left out: matching then
     goes without the module tree.
     """
-    from probe.graph.build import read_construct
-
     path = dump.info.path.parent / "construct.json"
     if not path.is_file():
         return None
@@ -74,11 +74,8 @@ def module_tree(dump: FlatDump) -> dict[str, str | None] | None:
         return None
 
 
-def load_and_match(target_path: Path, golden_path: Path, registries: Any):
+def load_and_match(target_path: Path, golden_path: Path, registries: Any) -> MatchResult:
     """Read two dump files with the registered readers and match them."""
-    from probe.dumps import load_pair
-    from probe.stages import pick_reader
-
     target, golden = load_pair(target_path, golden_path, pick_reader(target_path, registries),
                                pick_reader(golden_path, registries))
     return match_dumps(target, golden, registries.normalizers.values())

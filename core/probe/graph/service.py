@@ -12,6 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from probe.automatch.graph import auto_node_pairs
 from probe.errors import InputError
 from probe.io import no_space, prepare_output_dir, temp_dir, write_error
 
@@ -134,8 +135,6 @@ def compare_pair(
         )
     auto = None
     if options.auto_match and not merged:
-        from probe.automatch.graph import auto_node_pairs
-
         found = auto_node_pairs(npu, bench, host)
         npu.auto_matches = {name: (m.confidence, m.why) for name, m in found.items()}
         auto = {name: m.golden for name, m in found.items()}
