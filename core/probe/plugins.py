@@ -39,6 +39,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "probe.builtin.commands",
     "probe.builtin.graph_commands",
     "probe.builtin.analysis",
+    "probe.automatch.plugin",
 )
 
 

@@ -21,6 +21,7 @@ COMPARE_EPILOG = """examples:
   probe compare -tp target -gp golden -o out --rank 0,3 --step 1         # some ranks of one step
   probe compare -tp t/dump.json -gp g/dump.json -fm -hl                  # fuzzy match, highlight
   probe compare -tp t/dump.json -gp g/dump.json -dm mapping.yaml --fail-on error
+  probe compare -tp t/dump.json -gp g/dump.json --auto-match             # pair rows whose names differ
   probe compare -i compare.json -o out                                   # msProbe's input file
   probe -f mindspore compare -tp ms/step0 -gp pt/step0 -am -o out        # -f before or after the command
 
