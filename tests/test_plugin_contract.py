@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from probe import hookspecs
-from probe.model import Command, DumpReader, Exporter, MetricMode
+from probe.interfaces import (
+    OPTIONAL_MEMBERS, Analyzer, Command, DumpReader, Exporter, Mapper, MetricMode, NameNormalizer, Pairer,
+)
 
 HOOKS = [name for name, obj in vars(hookspecs).items() if name.startswith("probe_") and callable(obj)]
 
@@ -47,7 +49,12 @@ def test_metric_modes_conform(mode):
     assert isinstance(mode, MetricMode)
     for with_stack in (False, True):
         columns = mode.columns(with_stack, ())
-        assert columns[:2] == ["NPU Name", "Bench Name"] and "Result" in columns
+        assert "Result" in columns and len(set(columns)) == len(columns)
+        if mode.name.startswith("torchair-"):  # TorchAir's report layouts (documented, 26.2): no stack column
+            assert columns[:3] in (["API Name", "Stack Info", "Data Name"], ["token_id", "data_id", "golden_data_path"])
+            assert "NPU_Stack_Info" not in columns
+            continue
+        assert columns[:2] == ["NPU Name", "Bench Name"]
         assert ("NPU_Stack_Info" in columns) == with_stack
 
 
@@ -67,6 +74,30 @@ def test_exporters_conform(exporter, tmp_path):
 @pytest.mark.parametrize("reader", _registered("readers"))
 def test_readers_conform(reader):
     assert isinstance(reader, DumpReader)
+
+
+@pytest.mark.parametrize("pairer", _registered("pairers"))
+def test_pairers_conform(pairer):
+    assert isinstance(pairer, Pairer)
+    option = getattr(pairer, "option", None)
+    assert option is None or isinstance(option, str)
+
+
+@pytest.mark.parametrize(
+    "obj,protocol",
+    [pytest.param(p.values[0], proto, id=p.id) for kind, proto in
+     (("mappers", Mapper), ("normalizers", NameNormalizer), ("analyzers", Analyzer))
+     for p in _registered(kind)],
+)
+def test_stage_objects_conform(obj, protocol):
+    assert isinstance(obj, protocol)
+    for member in OPTIONAL_MEMBERS.get(protocol.__name__, ()):
+        assert not hasattr(obj, member) or getattr(obj, member) is None or member != "digest" or callable(obj.digest)
+
+
+def test_builtin_pairers_are_registered(host):
+    assert {"exact", "fuzzy"} <= set(host.pairers.names())
+    assert host.pairers.get("fuzzy").option == "fuzzy_match"
 
 
 @pytest.mark.parametrize("command", _registered("commands"))

@@ -10,14 +10,18 @@ from typing import Any
 
 from probe.errors import InputError
 from probe.hookspecs import hookimpl
-from probe.model import Command
+from probe.interfaces import Command
+from probe.jsonio import read_json
+from probe.model import CompareRequest
 
 COMPARE_EPILOG = """examples:
   probe compare -tp target/step0/rank0/dump.json -gp golden/step0/rank0/dump.json -o out
   probe compare -tp target/step0 -gp golden/step0 -o out --xlsx          # every rank
   probe compare -tp target -gp golden -o out --format csv,json --jobs 4  # every step and rank
+  probe compare -tp target -gp golden -o out --rank 0,3 --step 1         # some ranks of one step
   probe compare -tp t/dump.json -gp g/dump.json -fm -hl                  # fuzzy match, highlight
   probe compare -tp t/dump.json -gp g/dump.json -dm mapping.yaml --fail-on error
+  probe compare -tp t/dump.json -gp g/dump.json --auto-match             # pair rows whose names differ
   probe compare -i compare.json -o out                                   # msProbe's input file
   probe -f mindspore compare -tp ms/step0 -gp pt/step0 -am -o out        # -f before or after the command
 
@@ -45,6 +49,10 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
                     help="parallel processes for ranks and tensor loading (default: CPU count)")
     io.add_argument("--executor", choices=("process", "dask"), default=None,
                     help="where rank jobs run: local processes (default) or a dask cluster (pip install 'probe[dask]')")
+    io.add_argument("--rank", dest="rank", default=None, metavar="N[,N]",
+                    help="ranks to compare, comma separated (default: every rank found on both sides)")
+    io.add_argument("--step", dest="step", default=None, metavar="N[,N]",
+                    help="steps to compare, comma separated (default: every step found on both sides)")
     io.add_argument("--scheduler", metavar="ADDRESS", default=None,
                     help="dask scheduler address for --executor dask (default: $DASK_SCHEDULER_ADDRESS, "
                          "else a local cluster of -j workers); -o must be on storage every worker sees")
@@ -52,8 +60,6 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     match.add_argument("-fm", "--fuzzy_match", action="store_true", default=None,
                        help="match rows ignoring call indices")
     match.add_argument("-dm", "--data_mapping", metavar="FILE", help="YAML of target row name: golden row name")
-    match.add_argument("-cm", "--cell_mapping", nargs="?", const=True, metavar="FILE",
-                       help="map Cell to Module, and module path/class fragments from a YAML file")
     report = parser.add_argument_group("report")
     report.add_argument("-hl", "--highlight", action="store_true", default=None,
                         help="mark suspicious rows red/yellow by msProbe's documented highlight rules, the reason "
@@ -122,9 +128,6 @@ def default_output_dir(framework: str) -> str:
 
 def request_from_args(args: argparse.Namespace, host: Any) -> Any:
     """Build a :class:`CompareRequest` from parsed arguments (incl. ``-i compare.json``)."""
-    from probe.jobs import CompareRequest
-    from probe.jsonio import read_json
-
     options = {k: v for k, v in vars(args).items() if k not in _CORE_KEYS}
     target, golden = args.target_path, args.golden_path
     if args.input_path:
@@ -146,7 +149,7 @@ def request_from_args(args: argparse.Namespace, host: Any) -> Any:
     if args.format:
         formats = [f.strip().lower() for f in args.format.split(",") if f.strip()]
     check_compare_mode(options.get("compare_mode"), host)
-    framework = args.framework
+    framework = options["framework_option"] = args.framework  # what -f said, before detection
     if not framework and options.get("compare_mode") not in (None, "auto"):
         framework = options["compare_mode"]
     if not framework:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from probe.errors import InputError
+from probe.automatch.plugin import add_auto_match_option
+from probe.diagnosis import diagnose
+from probe.errors import InputError, ProbeError
 from probe.hookspecs import hookimpl
-from probe.model import Command
+from probe.interfaces import Command
+from probe.io import prepare_output_dir
 
 GRAPH_EPILOG = """examples:
   probe graph -tp target/step0/rank0 -o out                         # build one graph
@@ -15,6 +18,7 @@ GRAPH_EPILOG = """examples:
   probe graph -tp t -gp g -o out -oc -fm                            # overflow levels, fuzzy matching
   probe graph -tp ms -gp pt -o out -lm layer_mapping.yaml           # cross-framework
   probe graph -tp t -gp g -o out -lm                                # same module paths, other classes
+  probe graph -tp t -gp g -o out --auto-match                       # pair nodes whose names differ
   probe graph -tp t/step0 -gp g/step0 -o out --rank_size 2 1 --tp 2 1 --pp 1 1
   probe graph -tp t/step0 -o out --rank_size 4 --tp 2 --pp 2 --file_type json   # merged dump files
   probe view out/compare_20260101120000.vis.db                     # self-contained HTML viewer
@@ -43,6 +47,7 @@ def add_graph_arguments(parser: argparse.ArgumentParser) -> None:
                         help="extra overflow false-positive rules ({API: all | [input.0, output, ...]}), "
                              "added to the built-in list")
     parser.add_argument("-fm", "--fuzzy_match", action="store_true", help="match ignoring call indices")
+    add_auto_match_option(parser)
     parser.add_argument("-tensor_log", "--is_print_compare_log", dest="tensor_log", action="store_true",
                         help="log every compared node")
     parser.add_argument("-progress_log", "--is_print_progress_log", dest="progress_log", action="store_true",
@@ -97,7 +102,6 @@ def merge_options(args: argparse.Namespace) -> list:
 def run_graph_command(args: argparse.Namespace, host) -> int:
     """Run ``graph_visualize``."""
     from probe.graph.service import GraphOptions, run_graph
-    from probe.io import prepare_output_dir
 
     mapping = args.layer_mapping
     if mapping not in (None, True) and not Path(mapping).is_file():
@@ -114,6 +118,7 @@ def run_graph_command(args: argparse.Namespace, host) -> int:
         overflow_check=args.overflow_check,
         overflow_rules=Path(args.overflow_rules) if args.overflow_rules else None,
         fuzzy_match=args.fuzzy_match,
+        auto_match=bool(args.auto_match),
         tensor_log=args.tensor_log,
         progress_log=args.progress_log,
         merge=merge_options(args),
@@ -144,9 +149,6 @@ def _diagnose_for_page(args: argparse.Namespace, host):
     diagnosed: the page then charts the graph's own metrics)."""
     if not args.golden_path:
         return None
-    from probe.diagnosis import diagnose
-    from probe.errors import ProbeError
-
     options = {"fuzzy_match": True} if args.fuzzy_match else {}
     if args.layer_mapping:
         options["layer_mapping"] = args.layer_mapping
