@@ -60,7 +60,7 @@ def advisor_lines(lines: list[tuple[str, str]], diagnosis: Diagnosis, step: int)
         if head in ("Suspect node", "Cause", "Failing row", "Stack", "Advice", "Result"):
             continue
         if head == "First failing row":
-            head = "First error row (msProbe rule)"
+            head = "First failing row (msProbe rules)"
         kept.append((head, text))
     suspects = step_suspects(diagnosis, step)
     first = diagnosis.first
