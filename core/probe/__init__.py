@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["compare", "__version__"]
+__all__ = ["compare", "compare_many", "diff_reports", "__version__"]
 
 
 def compare(target: Any, golden: Any, output: Any = None, **options: Any) -> Any:
@@ -16,3 +16,17 @@ def compare(target: Any, golden: Any, output: Any = None, **options: Any) -> Any
     from probe.pipeline import compare as _compare
 
     return _compare(target, golden, output, **options)
+
+
+def compare_many(golden: Any, targets: Any, labels: Any = None, output: Any = None, **options: Any) -> Any:
+    """Compare one golden dump with several targets; see :func:`probe.regression.nway.compare_many`."""
+    from probe.regression.nway import compare_many as _compare_many
+
+    return _compare_many(golden, targets, labels, output, **options)
+
+
+def diff_reports(old: Any, new: Any, output: Any = None, **options: Any) -> Any:
+    """Diff two compare reports (or output dirs); see :func:`probe.regression.diff.diff_reports`."""
+    from probe.regression.diff import diff_reports as _diff_reports
+
+    return _diff_reports(old, new, output, **options)

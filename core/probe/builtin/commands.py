@@ -19,14 +19,17 @@ COMPARE_EPILOG = """examples:
   probe compare -tp t/dump.json -gp g/dump.json -fm -hl                  # fuzzy match, highlight
   probe compare -tp t/dump.json -gp g/dump.json -dm mapping.yaml --fail-on error
   probe compare -i compare.json -o out                                   # msProbe's input file
+  probe compare -gp golden/step0 -tp npu_eager/step0 -tp npu_graph/step0 -o out   # N-way: out/<label>/ + nway_result
+  probe compare -gp gpu -tp npu_bf16 --label bf16 -tp npu_new --label new -o out --xlsx
 """
 
 
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``probe compare``, spelled as msProbe spells them."""
     io = parser.add_argument_group("inputs and outputs")
-    io.add_argument("-tp", "--target_path", dest="target_path", metavar="TARGET",
-                    help="target (NPU) dump: dump.json/debug.json, a step dir with rank*/ or a dump root with step*/")
+    from probe.regression.cli import add_target_arguments
+
+    add_target_arguments(io, "target (NPU) dump: dump.json/debug.json, a step dir with rank*/ or a dump root with step*/")
     io.add_argument("-gp", "--golden_path", dest="golden_path", metavar="GOLDEN",
                     help="golden (bench) dump of the same kind as the target")
     io.add_argument("-i", "--input_path", dest="input_path", metavar="compare.json",
@@ -69,7 +72,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 _CORE_KEYS = {"target_path", "golden_path", "input_path", "output_path", "xlsx", "format", "jobs", "fail_on",
-              "command", "framework", "verbose", "quiet", "handler"}
+              "command", "framework", "verbose", "quiet", "handler", "target_paths", "labels"}
 
 
 def request_from_args(args: argparse.Namespace, host: Any) -> Any:
@@ -109,7 +112,10 @@ def request_from_args(args: argparse.Namespace, host: Any) -> Any:
 def run_compare_command(args: argparse.Namespace, host: Any) -> int:
     """``probe compare``: plan, run with progress, print the summary; returns the exit code."""
     from probe.console import run_with_console
+    from probe.regression.cli import run_nway_command, target_paths
 
+    if len(target_paths(args)) > 1:
+        return run_nway_command(args, host)
     request = request_from_args(args, host)
     return run_with_console(request, host, fail_on=args.fail_on)
 

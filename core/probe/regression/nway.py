@@ -1,0 +1,408 @@
+"""N-way compare: one golden dump against several targets in one run.
+
+Every target is compared with the golden exactly as a two-way compare would do it (same
+planner, same jobs, same exporters: its reports land in ``OUT/<label>/`` and are byte for
+byte the two-way reports), all jobs of all targets share one process pool, and each job
+sends back a small :class:`TargetDigest` (per golden row: target row, key metric, Result)
+instead of its whole result. The digests of the same job (rank / step) of every target are
+then joined on the golden row names into one combined table per job.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from probe.errors import InputError, ProbeError
+from probe.io import prepare_output_dir, timestamp
+from probe.jobs import CompareJob, CompareRequest
+from probe.model import Summary
+from probe.pipeline import JobOutcome, enabled_analyzers, run_compare, run_job
+from probe.plugins import Host, default_host
+from probe.regression.labels import target_labels
+from probe.regression.tables import write_table
+from probe.result import CompareResult, CompareRun
+
+log = logging.getLogger("probe")
+
+KEY_METRICS = ("Cosine", "MaxRelativeErr", "NormRelativeErr", "Max diff")
+"""The first of these a report has is the key metric shown per target in the combined report."""
+MISSING = "missing"
+"""Result shown for a golden row a target has no row for (or a job the target lacks)."""
+SUSPECT_FLAG = "first suspect"
+DISAGREE_COLUMN = "Targets Disagree"
+GOLDEN_COLUMN = "Bench Name"
+PER_TARGET = ("NPU Name", "{metric}", "Result", "First Suspect")
+
+
+@dataclass
+class TargetDigest:
+    """What the combined report needs from one job of one target (small, picklable)."""
+
+    job_label: str
+    output_subdir: str
+    output_stem: str
+    metric: str | None
+    rows: dict[str, tuple[str, Any, str]]
+    """Golden row name -> (target row name, key metric value, Result); first match wins."""
+    order: list[str]
+    """Golden row names in the order the target's report meets them."""
+    suspect_rows: frozenset[str] = frozenset()
+    """Target row names of the first suspect node."""
+    golden_file: Path | None = None
+    """The golden dump file of the job, when the job names one."""
+
+
+def first_suspect_rows(result: CompareResult) -> frozenset[str]:
+    """Target row names of the node where the difference starts (the advisor's culprit)."""
+    from probe.analysis.advisor import advise
+
+    try:
+        advice = advise(result)
+    except Exception:  # noqa: BLE001 - a flag must never break the compare
+        log.debug("no suspect for %s", result.label, exc_info=True)
+        return frozenset()
+    if advice.culprit is None:
+        return frozenset()
+    return frozenset(record.name for record in advice.culprit.node.records)
+
+
+def digest_result(result: CompareResult) -> TargetDigest:
+    """The combined-report view of one compare result."""
+    columns = result.columns
+    metric = next((m for m in KEY_METRICS if m in columns), None)
+    m_index = columns.index(metric) if metric else None
+    r_index = columns.index("Result") if "Result" in columns else None
+    rows: dict[str, tuple[str, Any, str]] = {}
+    order: list[str] = []
+    for record, row in zip(result.records, result.table()):
+        golden = record.pair.golden
+        if golden is None or golden.name in rows:
+            continue
+        value = row[m_index] if m_index is not None else None
+        verdict = row[r_index] if r_index is not None else record.verdict
+        rows[golden.name] = (record.name, value, str(verdict))
+        order.append(golden.name)
+    return TargetDigest(
+        job_label=result.label, output_subdir=result.output_subdir, output_stem=result.output_stem,
+        metric=metric, rows=rows, order=order, suspect_rows=first_suspect_rows(result),
+    )
+
+
+def _run_target_job(index: int, job: CompareJob, request: CompareRequest, keep: bool,
+                    host: Host | None = None, progress: Any = None) -> tuple[int, JobOutcome, TargetDigest | None]:
+    """Run one job of one target (in a worker or in process) and digest its result."""
+    outcome = run_job(job, request, keep=True, host=host, progress=progress)
+    digest = digest_result(outcome.result) if outcome.result is not None else None
+    if digest is not None and getattr(job, "golden_file", None) is not None:
+        digest.golden_file = Path(job.golden_file)
+    if not keep:
+        outcome.result = None
+    return index, outcome, digest
+
+
+def _golden_names(path: Path) -> list[str]:
+    """Row names of a golden dump file, in dump order."""
+    from probe.dumps import load_dump
+
+    return [row.name for row in load_dump(path, default_host(), with_stack=False).rows]
+
+
+@dataclass
+class CombinedTable:
+    """The combined report of one job (rank / step): one row per golden row."""
+
+    job_label: str
+    output_subdir: str
+    output_stem: str
+    columns: list[str]
+    rows: list[list[Any]]
+    disagree: int = 0
+    files: list[Path] = field(default_factory=list)
+
+    def as_dicts(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, row)) for row in self.rows]
+
+
+def combine(labels: Sequence[str], digests: Sequence[TargetDigest | None],
+            golden_order: Sequence[str] | None = None) -> tuple[list[str], list[list[Any]], int]:
+    """Columns, rows and the count of disagreeing rows of one job's combined table.
+
+    ``digests`` has one entry per label (``None``: that target lacks the job). Rows follow
+    ``golden_order`` (the golden dump's rows) when known; golden rows only the targets'
+    reports name are appended in the order they are met.
+    """
+    columns = [GOLDEN_COLUMN]
+    for label, digest in zip(labels, digests):
+        metric = (digest.metric if digest else None) or "Metric"
+        columns.extend(f"{label}: {c.format(metric=metric)}" for c in PER_TARGET)
+    columns.append(DISAGREE_COLUMN)
+    names: dict[str, None] = dict.fromkeys(golden_order or ())
+    for digest in digests:
+        if digest is not None:
+            names.update(dict.fromkeys(n for n in digest.order if n not in names))
+    rows: list[list[Any]] = []
+    disagree = 0
+    for name in names:
+        row: list[Any] = [name]
+        verdicts = set()
+        for digest in digests:
+            hit = digest.rows.get(name) if digest is not None else None
+            if hit is None:
+                row.extend(("", "", MISSING, ""))
+                verdicts.add(MISSING)
+                continue
+            target_name, value, verdict = hit
+            flag = SUSPECT_FLAG if target_name in digest.suspect_rows else ""
+            row.extend((target_name, value, verdict, flag))
+            verdicts.add(verdict)
+        differs = len(verdicts) > 1
+        disagree += differs
+        row.append("yes" if differs else "no")
+        rows.append(row)
+    return columns, rows, disagree
+
+
+def combined_stem(output_stem: str) -> str:
+    """``compare_result_rank0`` -> ``nway_result_rank0``."""
+    if output_stem.startswith("compare_result"):
+        return "nway_result" + output_stem[len("compare_result"):]
+    return f"nway_{output_stem}"
+
+
+@dataclass
+class NwayRun:
+    """Everything one N-way compare produced."""
+
+    golden: Path
+    labels: list[str]
+    targets: list[Path]
+    requests: list[CompareRequest]
+    outcomes: list[list[JobOutcome]]
+    """Per target (in label order), the outcome of each of its jobs."""
+    tables: list[CombinedTable]
+
+    @property
+    def files(self) -> list[Path]:
+        return [f for t in self.tables for f in t.files]
+
+    def run(self, label: str) -> CompareRun:
+        """The per-target results (kept only when the run was asked to keep them)."""
+        index = self.labels.index(label)
+        return CompareRun([o.result for o in self.outcomes[index] if o.result is not None])
+
+    def summary(self, label: str) -> Summary:
+        total = Summary()
+        for outcome in self.outcomes[self.labels.index(label)]:
+            total.add(outcome.summary)
+        return total
+
+
+def target_requests(base: CompareRequest, targets: Sequence[Path], labels: Sequence[str]) -> list[CompareRequest]:
+    """One ordinary two-way request per target, writing into ``OUT/<label>/``."""
+    out = base.output_dir
+    return [
+        replace(base, target=Path(t), output_dir=(out / label) if out is not None else None,
+                options=dict(base.options))
+        for t, label in zip(targets, labels)
+    ]
+
+
+def _picklable(items: Any) -> bool:
+    import pickle
+
+    try:
+        pickle.dumps(items)
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
+def run_nway(
+    base: CompareRequest,
+    targets: Sequence[Path],
+    labels: Sequence[str] | None = None,
+    host: Host | None = None,
+    keep: bool = False,
+    on_outcome: Callable[[str, JobOutcome], None] | None = None,
+    on_planned: Callable[[int], None] | None = None,
+) -> NwayRun:
+    """Compare ``base.golden`` with every target and write the per-target and combined reports.
+
+    ``base`` carries the options and formats shared by all targets (its ``target`` is
+    ignored). ``keep`` keeps every per-target result in memory (for the Python API).
+    """
+    host = host or default_host()
+    if len(targets) < 2:
+        raise InputError("an N-way compare needs at least two targets (-tp T1 -tp T2 ...)")
+    names = target_labels([Path(t) for t in targets], labels)
+    requests = target_requests(base, targets, names)
+    if base.output_dir is not None:
+        prepare_output_dir(base.output_dir)
+    for fmt in base.formats:
+        host.exporters.get(fmt)  # fail early on an unknown format
+    outcomes: list[list[JobOutcome]] = [[] for _ in names]
+    digests: list[list[TargetDigest]] = [[] for _ in names]
+    golden_files: set[Path] = set()
+    needs_results = any(getattr(a, "digest", None) is None for a in enabled_analyzers(host, base))
+    keep_results = keep or needs_results
+    golden_orders: dict[Path, list[str] | None] = {}
+
+    def collect(index: int, outcome: JobOutcome, digest: TargetDigest | None) -> None:
+        outcomes[index].append(outcome)
+        if digest is not None:
+            digests[index].append(digest)
+        if on_outcome:
+            on_outcome(names[index], outcome)
+
+    if (base.options.get("executor") or "process") != "process":
+        # another engine runs the jobs: one target after the other, each on that engine
+        for index, request in enumerate(requests):
+            run_outcomes, _ = run_compare(request, host, keep=True)
+            for outcome in run_outcomes:
+                digest = digest_result(outcome.result) if outcome.result is not None else None
+                if not keep_results:
+                    outcome.result = None
+                collect(index, outcome, digest)
+        for index, request in enumerate(requests):
+            _run_analyzers(host, request, outcomes[index])
+    else:
+        planned: list[tuple[int, CompareJob]] = []
+        for index, request in enumerate(requests):
+            for job in host.plan_compare(request=request):
+                planned.append((index, job))
+                golden_file = getattr(job, "golden_file", None)
+                if golden_file is not None:
+                    golden_files.add(Path(golden_file))
+        if on_planned:
+            on_planned(len(planned))
+        workers = min(base.jobs, len(planned))
+        if workers > 1 and not base.options.get("in_process") and _picklable([j for _, j in planned]):
+            inner = [replace(r, jobs=1) for r in requests]
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                futures = [pool.submit(_run_target_job, i, job, inner[i], keep_results) for i, job in planned]
+                golden_futures = {p: pool.submit(_golden_names, p) for p in golden_files}
+                for future in futures:
+                    collect(*future.result())
+                golden_orders = {k: _safe_result(f) for k, f in golden_futures.items()}
+        else:
+            for index, job in planned:
+                collect(*_run_target_job(index, job, requests[index], keep_results, host))
+            golden_orders = {p: _golden_names_or_none(p) for p in golden_files}
+        for index, request in enumerate(requests):
+            _run_analyzers(host, request, outcomes[index])
+    if not keep:
+        for per_target in outcomes:
+            for outcome in per_target:
+                outcome.result = None
+    tables = _combined_tables(names, digests, golden_orders, base)
+    return NwayRun(Path(base.golden), names, [Path(t) for t in targets], requests, outcomes, tables)
+
+
+def _safe_result(future: Any) -> list[str] | None:
+    try:
+        return future.result()
+    except ProbeError:
+        return None  # the golden's own problem is reported by the compare jobs
+
+
+def _golden_names_or_none(path: Path) -> list[str] | None:
+    try:
+        return _golden_names(path)
+    except ProbeError:
+        return None
+
+
+def _run_analyzers(host: Host, request: CompareRequest, outcomes: list[JobOutcome]) -> None:
+    """Run the analyzers (advisor, -da ...) of one target as a two-way compare would."""
+    results = [o.result for o in outcomes if o.result is not None]
+    for analyzer in enabled_analyzers(host, request):
+        if getattr(analyzer, "digest", None) is None:
+            analyzer.analyze(request, results)
+        else:
+            analyzer.analyze(request, [o.digests[analyzer.name] for o in outcomes if analyzer.name in o.digests])
+
+
+def job_groups(digests: Sequence[list[TargetDigest]]) -> dict[tuple[str, str], list[TargetDigest | None]]:
+    """The digests of the same job of every target, keyed by (sub-folder, combined file stem).
+
+    Jobs pair by their report name (``compare_result_rank3``); when every target has a
+    single job in a sub-folder (one rank, whatever its folder is called: ``rank0``,
+    ``proc1234``) those pair with each other.
+    """
+    subdirs: dict[str, None] = {}
+    for per_target in digests:
+        subdirs.update(dict.fromkeys(d.output_subdir for d in per_target))
+    groups: dict[tuple[str, str], list[TargetDigest | None]] = {}
+    for subdir in subdirs:
+        per = [[d for d in per_target if d.output_subdir == subdir] for per_target in digests]
+        if all(len(p) <= 1 for p in per):
+            stems = {p[0].output_stem for p in per if p}
+            stem = combined_stem(stems.pop()) if len(stems) == 1 else "nway_result"
+            groups[(subdir, stem)] = [p[0] if p else None for p in per]
+            continue
+        stems = sorted({d.output_stem for p in per for d in p}, key=_natural)
+        for stem in stems:
+            groups[(subdir, combined_stem(stem))] = [
+                next((d for d in p if d.output_stem == stem), None) for p in per
+            ]
+    return groups
+
+
+def _combined_tables(labels: Sequence[str], digests: Sequence[list[TargetDigest]],
+                     golden_orders: dict[Path, list[str] | None], base: CompareRequest) -> list[CombinedTable]:
+    """Join the digests job by job and write the combined reports."""
+    tables: list[CombinedTable] = []
+    stamp = timestamp()
+    for (subdir, stem), per_job in job_groups(digests).items():
+        present = [d for d in per_job if d is not None]
+        golden_file = next((d.golden_file for d in present if d.golden_file is not None), None)
+        order = golden_orders.get(golden_file) if golden_file is not None else None
+        columns, rows, disagree = combine(labels, per_job, order)
+        job_label = stem.removeprefix("nway_result").lstrip("_") or (subdir or present[0].job_label)
+        table = CombinedTable(job_label, subdir, stem, columns, rows, disagree)
+        if base.output_dir is not None:
+            directory = prepare_output_dir(base.output_dir / subdir if subdir else base.output_dir)
+            head = {"golden": str(base.golden), "job": job_label, "labels": list(labels),
+                    "summary": {"rows": len(rows), "disagree": disagree}}
+            table.files = write_table(directory, f"{stem}_{stamp}", base.formats, columns, rows,
+                                      head=head, sheet="combined")
+        tables.append(table)
+    return tables
+
+
+def _natural(text: str) -> tuple[Any, ...]:
+    """Sort key that puts rank2 before rank10."""
+    import re
+
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
+
+
+def compare_many(golden: Any, targets: Sequence[Any], labels: Sequence[str] | None = None, output: Any = None,
+                 *, framework: str | None = None, formats: Sequence[str] = ("csv",), jobs: int = 1,
+                 host: Host | None = None, **options: Any) -> NwayRun:
+    """Compare one golden dump with several targets; see :func:`run_nway`.
+
+    Returns a :class:`NwayRun`: ``.tables`` (one combined table per rank/step, rows as
+    ``as_dicts()``), ``.run(label)`` (that target's :class:`CompareRun`), ``.files``.
+    ``options`` are the compare options by their CLI ``dest`` names.
+    """
+    if not targets:
+        raise InputError("compare_many needs at least two targets")
+    host = host or default_host()
+    framework = framework or host.detect_framework(path=str(targets[0])) or "pytorch"
+    base = CompareRequest(
+        target=Path(targets[0]), golden=Path(golden), output_dir=Path(output) if output is not None else None,
+        framework=framework, formats=tuple(formats), jobs=jobs, options={"analyze": False, **options},
+    )
+    run = run_nway(base, [Path(t) for t in targets], labels, host=host, keep=True)
+    failed = [o for per_target in run.outcomes for o in per_target if o.error]
+    if failed and len(failed) == sum(len(p) for p in run.outcomes):
+        exc = ProbeError(failed[0].error)
+        exc.exit_code = failed[0].exit_code
+        raise exc
+    return run

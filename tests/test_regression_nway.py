@@ -1,0 +1,170 @@
+"""N-way compare: one golden against several targets (real fixture dumps sharing one golden run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import probe
+from conftest import PYTORCH_CASES
+from parity import read_report
+
+# stat_mix_cnn, structure_extra_layer_cnn and multistep_cnn step0 were dumped against the same
+# golden run (identical golden dump.json); their targets differ: input perturbed, an extra layer,
+# a second perturbed run.
+GOLDEN = PYTORCH_CASES / "stat_mix_cnn/golden/step0"
+TARGETS = {
+    "mix": PYTORCH_CASES / "stat_mix_cnn/target/step0",
+    "extra": PYTORCH_CASES / "structure_extra_layer_cnn/target/step0",
+    "multi": PYTORCH_CASES / "multistep_cnn/target/step0",
+}
+GOLDEN_DUMP = GOLDEN / "proc23597/dump.json"
+MULTI = PYTORCH_CASES / "multirank_cnn"
+
+
+def _golden_names() -> list[str]:
+    from probe.dumps import load_dump
+    from probe.plugins import Host
+
+    return [row.name for row in load_dump(GOLDEN_DUMP, Host(), with_stack=False).rows]
+
+
+def _one(directory: Path, pattern: str) -> Path:
+    found = sorted(directory.glob(pattern))
+    assert len(found) == 1, (pattern, found)
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def three_way(tmp_path_factory):
+    """A three-way compare and the three two-way compares of the same targets (CLI, csv+json+xlsx)."""
+    from probe.cli import main
+
+    root = tmp_path_factory.mktemp("nway")
+    argv = ["compare", "-gp", str(GOLDEN), "-o", str(root / "nway"), "--format", "csv,json,xlsx", "-c", "-j", "2"]
+    for label, target in TARGETS.items():
+        argv += ["-tp", str(target), "--label", label]
+    assert main(argv) == 0
+    for label, target in TARGETS.items():
+        assert main(["compare", "-gp", str(GOLDEN), "-tp", str(target), "-o", str(root / "two" / label),
+                     "--format", "csv,json,xlsx", "-c"]) == 0
+    return root
+
+
+@pytest.mark.parametrize("label", list(TARGETS))
+@pytest.mark.parametrize("suffix", ["csv", "json", "xlsx"])
+def test_per_target_reports_equal_two_way_byte_for_byte(three_way, label, suffix):
+    ours = _one(three_way / "nway" / label, f"compare_result_*.{suffix}")
+    alone = _one(three_way / "two" / label, f"compare_result_*.{suffix}")
+    assert ours.name.rsplit("_", 1)[0] == alone.name.rsplit("_", 1)[0]
+    assert ours.read_bytes() == alone.read_bytes()
+
+
+def test_combined_report_lists_every_golden_row_once(three_way):
+    header, rows = read_report(_one(three_way / "nway", "nway_result_*.csv"))
+    names = [row["Bench Name"] for row in rows]
+    golden = _golden_names()
+    assert names == golden and len(set(names)) == len(names)
+    assert header[0] == "Bench Name" and header[-1] == "Targets Disagree"
+    for label in TARGETS:
+        assert [f"{label}: NPU Name", f"{label}: MaxRelativeErr", f"{label}: Result", f"{label}: First Suspect"] == [
+            h for h in header if h.startswith(f"{label}: ")
+        ]
+
+
+def test_combined_cells_are_the_per_target_report_cells(three_way):
+    _, rows = read_report(_one(three_way / "nway", "nway_result_*.csv"))
+    disagreeing = 0
+    for row in rows:
+        verdicts = set()
+        for label in TARGETS:
+            _, report = read_report(_one(three_way / "two" / label, "compare_result_*.csv"))
+            hit = next((r for r in report if r["Bench Name"] == row["Bench Name"]), None)
+            if hit is None:
+                assert row[f"{label}: Result"] == "missing"
+                verdicts.add("missing")
+                continue
+            assert row[f"{label}: NPU Name"] == hit["NPU Name"]
+            assert row[f"{label}: Result"] == hit["Result"]
+            assert row[f"{label}: MaxRelativeErr"] == hit["MaxRelativeErr"]
+            verdicts.add(hit["Result"])
+        assert row["Targets Disagree"] == ("yes" if len(verdicts) > 1 else "no")
+        disagreeing += len(verdicts) > 1
+    # the perturbed runs warn on relu's output, the extra-layer run does not: they part ways there
+    relu = next(r for r in rows if r["Bench Name"] == "Functional.relu.0.forward.output.0")
+    assert (relu["mix: Result"], relu["extra: Result"], relu["Targets Disagree"]) == ("warning", "pass", "yes")
+    assert 0 < disagreeing < len(rows)
+
+
+def test_combined_first_suspect_flags_the_advisors_node(three_way):
+    _, rows = read_report(_one(three_way / "nway", "nway_result_*.csv"))
+    flagged = {r["mix: NPU Name"] for r in rows if r["mix: First Suspect"]}
+    assert flagged and all(name.startswith("Functional.relu.0.forward.") for name in flagged)
+    advisor = _one(three_way / "two" / "mix", "compare_result_*.csv")  # same compare as the advisor saw
+    assert advisor.exists()
+
+
+def test_combined_json_and_xlsx_hold_the_same_rows(three_way):
+    _, csv_rows = read_report(_one(three_way / "nway", "nway_result_*.csv"))
+    doc = json.loads(_one(three_way / "nway", "nway_result_*.json").read_text())
+    _, xlsx_rows = read_report(_one(three_way / "nway", "nway_result_*.xlsx"))
+    assert doc["labels"] == list(TARGETS) and doc["summary"]["rows"] == len(csv_rows)
+    assert [r["Bench Name"] for r in doc["rows"]] == [r["Bench Name"] for r in csv_rows]
+    assert [r["mix: Result"] for r in xlsx_rows] == [r["mix: Result"] for r in csv_rows]
+    assert doc["summary"]["disagree"] == sum(r["Targets Disagree"] == "yes" for r in csv_rows)
+
+
+def test_multi_rank_n_way_combines_per_rank(tmp_path):
+    run = probe.compare_many(MULTI / "golden/step0", [MULTI / "target/step0", MULTI / "golden/step0"],
+                             labels=["npu", "self"], output=tmp_path)
+    assert sorted(t.job_label for t in run.tables) == ["rank0", "rank1"]
+    for table in run.tables:
+        rank = table.job_label
+        golden = [row.name for row in __import__("probe.dumps", fromlist=["load_dump"]).load_dump(
+            MULTI / f"golden/step0/{rank}/dump.json", __import__("probe.plugins", fromlist=["Host"]).Host(),
+            with_stack=False).rows]
+        rows = table.as_dicts()
+        assert [r["Bench Name"] for r in rows] == golden
+        assert all(r["self: Result"] == "pass" for r in rows)  # the golden against itself
+        assert table.files and table.files[0].name.startswith(f"nway_result_{rank}_")
+        disagree = [r for r in rows if r["Targets Disagree"] == "yes"]
+        assert len(disagree) == table.disagree
+        assert all(r["npu: Result"] != "pass" for r in disagree)
+    assert sorted(p.name.rsplit("_", 1)[0] for p in (tmp_path / "npu").glob("*.csv")) == [
+        "compare_result_rank0", "compare_result_rank1"]
+    assert run.run("npu").summary().rows == run.summary("npu").rows > 0
+
+
+def test_default_labels_are_unique_directory_names(tmp_path):
+    from probe.regression.labels import target_labels
+
+    targets = [PYTORCH_CASES / "stat_mix_cnn/target/step0", PYTORCH_CASES / "multistep_cnn/target/step0",
+               PYTORCH_CASES / "multistep_cnn/target/step1"]
+    labels = target_labels(targets)
+    assert labels == ["stat_mix_cnn_target_step0", "multistep_cnn_target_step0", "step1"]
+    assert target_labels([Path("a/x"), Path("a/x")]) == ["x", "x_2"]  # the same dir twice
+
+
+@pytest.mark.parametrize("labels, message", [
+    (["../up", "b"], "is not a usable name"),
+    (["a", "a"], "given twice"),
+    (["a"], "one --label per -tp"),
+])
+def test_bad_labels_are_one_line_errors(tmp_path, run_probe, labels, message):
+    argv = ["compare", "-gp", GOLDEN, "-tp", TARGETS["mix"], "-tp", TARGETS["extra"], "-o", tmp_path]
+    for label in labels:
+        argv += ["--label", label]
+    result = run_probe(*argv)
+    assert result.code == 2 and message in result.err
+    assert len(result.err.strip().splitlines()) == 1
+    assert not list(tmp_path.iterdir())
+
+
+def test_formula_looking_label_is_refused_and_cells_are_neutralised(tmp_path):
+    from probe.regression.tables import write_table
+
+    files = write_table(tmp_path, "t", ["csv"], ["=cmd", "b"], [["=HYPERLINK(1)", 1.5], ["+x", float("nan")]])
+    text = files[0].read_text()
+    assert text.splitlines() == ["'=cmd,b", "'=HYPERLINK(1),1.5", "'+x,Nan"]
