@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
 import json
 import shutil
@@ -150,6 +151,11 @@ def test_fail_on_exit_codes(report, tmp_path, run_probe):
         assert result.code == code, (target.name, fail_on, result.err)
 
 
+@functools.cache
+def _rows(path: Path) -> list[dict]:
+    return read_report(path)[1]
+
+
 def _documented(expected: Path, ours: Path, change, corrected) -> bool:
     """Whether a change between msProbe's and probe's report is one docs/differences.md lists."""
     if change.kind == "result" and change.bench == "N/A" and (change.old_result, change.new_result) == ("pass", "N/A"):
@@ -163,7 +169,7 @@ def _documented(expected: Path, ours: Path, change, corrected) -> bool:
     worst = []
     has_cross_row = False
     for path in (expected, ours):
-        _, rows = read_report(path)
+        rows = _rows(path)
         same = [r for r in rows if entry_of(r["NPU Name"]) == entry]
         worst.append(max(VERDICT_RANK[r["Result"]] for r in same))
         has_cross_row |= any(m in r["Err_message"] for r in same for m in CROSS_ROW_MESSAGES)

@@ -100,10 +100,14 @@ def test_combined_cells_are_the_per_target_report_cells(three_way):
 
 def test_combined_first_suspect_flags_the_advisors_node(three_way):
     _, rows = read_report(_one(three_way / "nway", "nway_result_*.csv"))
-    flagged = {r["mix: NPU Name"] for r in rows if r["mix: First Suspect"]}
-    assert flagged and all(name.startswith("Functional.relu.0.forward.") for name in flagged)
-    advisor = _one(three_way / "two" / "mix", "compare_result_*.csv")  # same compare as the advisor saw
-    assert advisor.exists()
+    from probe.analysis.advisor import advise
+
+    result = probe.compare(TARGETS["mix"], GOLDEN)[0]
+    culprit = advise(result).culprit
+    assert culprit is not None
+    flagged = {r["mix: NPU Name"] for r in rows if r["mix: First Suspect"] == "first suspect"}
+    assert flagged == {record.name for record in culprit.node.records}
+    assert all(name.startswith("Functional.relu.0.forward.") for name in flagged)
 
 
 def test_combined_json_and_xlsx_hold_the_same_rows(three_way):
