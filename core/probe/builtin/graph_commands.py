@@ -17,6 +17,7 @@ GRAPH_EPILOG = """examples:
   probe graph -tp t/step0 -gp g/step0 -o out --rank_size 2 1 --tp 2 1 --pp 1 1
   probe graph -tp t/step0 -o out --rank_size 4 --tp 2 --pp 2 --file_type json   # merged dump files
   probe view out/compare_20260101120000.vis.db                     # self-contained HTML viewer
+  probe graph -gp gpu -tp npu_eager -tp npu_graph -o out --html     # N-way: golden graph, verdict per target
 """
 VIEW_EPILOG = """examples:
   probe view out/compare_20260101120000.vis.db                     # -> out/compare_20260101120000.html
@@ -26,8 +27,10 @@ VIEW_EPILOG = """examples:
 
 def add_graph_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``probe graph_visualize`` (msProbe's spelling)."""
-    parser.add_argument("-tp", "--target_path", required=True, metavar="TARGET",
-                        help="target (NPU) dump directory: one rank, a step dir of rank*/, or a root of step*/")
+    from probe.regression.cli import add_target_arguments
+
+    add_target_arguments(parser, "target (NPU) dump directory: one rank, a step dir of rank*/, or a root of step*/",
+                         required=True)
     parser.add_argument("-gp", "--golden_path", metavar="GOLDEN", help="golden (bench) dump: switches build to compare")
     parser.add_argument("-o", "--output_path", required=True, metavar="DIR", help="output directory")
     parser.add_argument("-lm", "--layer_mapping", nargs="?", const=True, metavar="FILE",
@@ -114,6 +117,10 @@ def run_graph_command(args: argparse.Namespace, host) -> int:
         file_type=args.file_type,
         jobs=args.jobs,
     )
+    from probe.regression.cli import run_nway_graph_command, target_paths
+
+    if len(target_paths(args)) > 1:
+        return run_nway_graph_command(args, options)
     run = run_graph(options, host)
     if run.db is None:
         for directory in run.json_dirs:

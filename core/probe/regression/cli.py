@@ -79,3 +79,16 @@ def _progress(console: Any) -> Any:
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=console, transient=True, disable=not console.is_terminal,
     )
+
+
+def run_nway_graph_command(args: argparse.Namespace, options: Any) -> int:
+    """``probe graph -gp G -tp T1 -tp T2 ...``: one graph compare per target plus the N-way db."""
+    from probe.regression.nway_graph import run_graph_many
+
+    run = run_graph_many(options, [Path(t) for t in target_paths(args)], args.labels, jobs=args.jobs)
+    for label, db in zip(run.labels, run.target_dbs):
+        print(f"graph written: {db} ({label})")
+    print(f"N-way graph written: {run.db} ({run.disagree} golden nodes where the targets disagree)")
+    if run.html:
+        print(f"viewer written: {run.html}")
+    return 0
