@@ -172,3 +172,8 @@ def test_formula_looking_label_is_refused_and_cells_are_neutralised(tmp_path):
     files = write_table(tmp_path, "t", ["csv"], ["=cmd", "b"], [["=HYPERLINK(1)", 1.5], ["+x", float("nan")]])
     text = files[0].read_text()
     assert text.splitlines() == ["'=cmd,b", "'=HYPERLINK(1),1.5", "'+x,Nan"]
+
+
+def test_label_without_several_targets_is_an_error(tmp_path, run_probe):
+    result = run_probe("compare", "-gp", GOLDEN, "-tp", TARGETS["mix"], "--label", "x", "-o", tmp_path)
+    assert result.code == 2 and "give several -tp" in result.err

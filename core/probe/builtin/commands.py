@@ -112,9 +112,9 @@ def request_from_args(args: argparse.Namespace, host: Any) -> Any:
 def run_compare_command(args: argparse.Namespace, host: Any) -> int:
     """``probe compare``: plan, run with progress, print the summary; returns the exit code."""
     from probe.console import run_with_console
-    from probe.regression.cli import run_nway_command, target_paths
+    from probe.regression.cli import is_nway, run_nway_command
 
-    if len(target_paths(args)) > 1:
+    if is_nway(args):
         return run_nway_command(args, host)
     request = request_from_args(args, host)
     return run_with_console(request, host, fail_on=args.fail_on)

@@ -117,9 +117,9 @@ def run_graph_command(args: argparse.Namespace, host) -> int:
         file_type=args.file_type,
         jobs=args.jobs,
     )
-    from probe.regression.cli import run_nway_graph_command, target_paths
+    from probe.regression.cli import is_nway, run_nway_graph_command
 
-    if len(target_paths(args)) > 1:
+    if is_nway(args):
         return run_nway_graph_command(args, options)
     run = run_graph(options, host)
     if run.db is None:

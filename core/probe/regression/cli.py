@@ -36,6 +36,17 @@ def target_paths(args: argparse.Namespace) -> list[str]:
     return list(getattr(args, "target_paths", None) or [])
 
 
+def is_nway(args: argparse.Namespace) -> bool:
+    """Whether several ``-tp`` were given; ``--label`` without them is an error."""
+    if len(target_paths(args)) > 1:
+        return True
+    if getattr(args, "labels", None):
+        from probe.errors import InputError
+
+        raise InputError("--label names the targets of an N-way run: give several -tp")
+    return False
+
+
 def run_nway_command(args: argparse.Namespace, host: Any) -> int:
     """``probe compare -gp G -tp T1 -tp T2 ...``: compare every target, print, return the exit code."""
     from rich.console import Console

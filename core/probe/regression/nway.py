@@ -71,20 +71,47 @@ def first_suspect_rows(result: CompareResult) -> frozenset[str]:
     return frozenset(record.name for record in advice.culprit.node.records)
 
 
+FAST_MODES = frozenset({"statistics", "tensor", "md5"})
+"""Built-in modes whose report rows are the common columns, then the row's metric cells,
+then the rest, with ``Result`` = the row's verdict (see ``probe.modes.common.render_cells``)."""
+
+
+RELATIVE_ERRORS = ("MaxRelativeErr", "MinRelativeErr", "MeanRelativeErr", "NormRelativeErr")
+
+
 def digest_result(result: CompareResult) -> TargetDigest:
-    """The combined-report view of one compare result."""
+    """The combined-report view of one compare result.
+
+    For the built-in modes the key metric cell is read from the row's metrics (the report's
+    own text) and the Result from its verdict, without rendering whole rows; a plugin's mode
+    has its rows rendered.
+    """
+    from probe.modes.common import COMMON_COLUMNS
+
     columns = result.columns
     metric = next((m for m in KEY_METRICS if m in columns), None)
     m_index = columns.index(metric) if metric else None
     r_index = columns.index("Result") if "Result" in columns else None
+    fast = result.mode.name in FAST_MODES
+    first = len(COMMON_COLUMNS)
+    relative = RELATIVE_ERRORS.index(metric) if metric in RELATIVE_ERRORS and result.mode.name == "statistics" else None
+    rendered = iter(()) if fast else result.table()
     rows: dict[str, tuple[str, Any, str]] = {}
     order: list[str] = []
-    for record, row in zip(result.records, result.table()):
+    for record in result.records:
+        row = None if fast else next(rendered)
         golden = record.pair.golden
         if golden is None or golden.name in rows:
             continue
-        value = row[m_index] if m_index is not None else None
-        verdict = row[r_index] if r_index is not None else record.verdict
+        if row is None:
+            if relative is not None and hasattr(record, "relative_error"):
+                value = record.relative_error(relative)  # computes this cell only
+            else:
+                value = record.metrics[m_index - first] if m_index is not None else None
+            verdict = record.verdict
+        else:
+            value = row[m_index] if m_index is not None else None
+            verdict = row[r_index] if r_index is not None else record.verdict
         rows[golden.name] = (record.name, value, str(verdict))
         order.append(golden.name)
     return TargetDigest(
