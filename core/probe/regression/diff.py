@@ -42,7 +42,7 @@ FORMATS = ("csv", "json", "md")
 RESULT, METRIC, ADDED, REMOVED = "result", "metric", "added", "removed"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RowChange:
     """One change of one row (a row whose Result changed and two metrics moved has three)."""
 
@@ -114,7 +114,14 @@ class ReportDiff:
 
     def to_dict(self) -> dict[str, Any]:
         return {"old": str(self.old), "new": str(self.new), "tolerances": self.tolerances,
-                "summary": asdict(self.summary), "changes": [asdict(c) for c in self.changes]}
+                "summary": asdict(self.summary), "changes": [_change_dict(c) for c in self.changes]}
+
+
+_CHANGE_FIELDS = tuple(f for f in RowChange.__dataclass_fields__)
+
+
+def _change_dict(change: RowChange) -> dict[str, Any]:
+    return {f: getattr(change, f) for f in _CHANGE_FIELDS}
 
 
 def parse_tolerances(items: Iterable[str] | Mapping[str, float] | None) -> dict[str, float]:
@@ -176,18 +183,17 @@ def _rank(result: str) -> int:
 
 
 class _Side:
-    """One report's rows, keyed by (name, occurrence): only what the diff needs."""
+    """One report's rows, keyed by (name, occurrence): only the cells the diff needs."""
 
     def __init__(self, report: Report, metrics: Sequence[str]) -> None:
-        self.rows: dict[tuple[str, int], tuple[str, str, tuple[str, ...]]] = {}
+        self.rows: dict[tuple[str, int], tuple[str, ...]] = {}
         self.count = 0
         seen: Counter[str] = Counter()
-        for row in report.rows():
-            name = row.get(NAME_COLUMN, "")
+        for cells in report.select([NAME_COLUMN, BENCH_COLUMN, RESULT_COLUMN, *metrics]):
+            name = cells[0]
             key = (name, seen[name])
             seen[name] += 1
-            self.rows[key] = (row.get(BENCH_COLUMN, ""), row.get(RESULT_COLUMN, ""),
-                              tuple(row.get(m, "") for m in metrics))
+            self.rows[key] = cells[1:]
             self.count += 1
 
 
@@ -209,18 +215,15 @@ def diff_pair(old: Report, new: Report, tolerances: Mapping[str, float], label: 
               summary: DiffSummary) -> list[RowChange]:
     """The changes between two reports (rows of ``old`` are held, ``new`` is streamed)."""
     metrics = _metrics_of(old, new, tolerances)
-    index = {m: i for i, m in enumerate(metrics)}
     before = _Side(old, metrics)
     summary.old_rows += before.count
     changes: list[RowChange] = []
     seen: Counter[str] = Counter()
-    new_metrics = metrics
-    for row in new.rows():
+    for cells in new.select([NAME_COLUMN, BENCH_COLUMN, RESULT_COLUMN, *metrics]):
         summary.new_rows += 1
-        name = row.get(NAME_COLUMN, "")
+        name, bench, result = cells[0], cells[1], cells[2]
         key = (name, seen[name])
         seen[name] += 1
-        bench, result = row.get(BENCH_COLUMN, ""), row.get(RESULT_COLUMN, "")
         hit = before.rows.pop(key, None)
         if hit is None:
             failing = _rank(result) >= 1
@@ -229,7 +232,7 @@ def diff_pair(old: Report, new: Report, tolerances: Mapping[str, float], label: 
             changes.append(RowChange(label, ADDED, name, bench, "", result, newly_failing=failing))
             continue
         summary.paired += 1
-        old_bench, old_result, old_values = hit
+        old_result = hit[1]
         if old_result.strip().lower() != result.strip().lower():
             worse = _rank(result) > _rank(old_result) and _rank(result) >= 1
             summary.result_changed += 1
@@ -239,17 +242,19 @@ def diff_pair(old: Report, new: Report, tolerances: Mapping[str, float], label: 
             summary.transitions[transition] = summary.transitions.get(transition, 0) + 1
             changes.append(RowChange(label, RESULT, name, bench, old_result, result, newly_failing=worse))
         moved_any = False
-        for metric in new_metrics:
-            old_value, new_value = old_values[index[metric]], row.get(metric, "")
+        for position, metric in enumerate(metrics, start=2):
+            old_value, new_value = hit[position], cells[position + 1]
+            if old_value == new_value:
+                continue
             moved, delta = metric_moved(old_value, new_value, tolerances.get(metric))
             if moved:
                 moved_any = True
                 changes.append(RowChange(label, METRIC, name, bench, old_result, result, metric,
                                          old_value, new_value, delta))
         summary.metric_moved += moved_any
-    for (name, _), (bench, result, _) in before.rows.items():
+    for (name, _), hit in before.rows.items():
         summary.removed += 1
-        changes.append(RowChange(label, REMOVED, name, bench, result, ""))
+        changes.append(RowChange(label, REMOVED, name, hit[0], hit[1], ""))
     return changes
 
 
@@ -306,8 +311,13 @@ def write_diff(diff: ReportDiff, directory: Path, formats: Sequence[str] = FORMA
                         [c.cells() for c in diff.changes])
     if "json" in formats:
         path = unique_path(directory, stem, ".json")
-        with atomic_write(path, "wb") as handle:
-            handle.write(orjson.dumps(diff.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n")
+        head = {"old": str(diff.old), "new": str(diff.new), "tolerances": diff.tolerances,
+                "summary": asdict(diff.summary)}
+        with atomic_write(path, "wb") as handle:  # one change per line: never the whole text at once
+            handle.write(orjson.dumps(head)[:-1] + b', "changes": [\n')
+            for i, change in enumerate(diff.changes):
+                handle.write((b",\n" if i else b"") + orjson.dumps(_change_dict(change)))
+            handle.write(b"\n]}\n")
         files.append(path)
     if "md" in formats:
         path = unique_path(directory, stem, ".md")

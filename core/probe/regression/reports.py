@@ -42,6 +42,18 @@ class Report:
     path: Path
     columns: list[str]
 
+    def select(self, columns: list[str]) -> Iterator[tuple[str, ...]]:
+        """Only ``columns`` of every row, as tuples of text (``""`` where a row lacks one)."""
+        suffix = report_suffix(self.path)
+        if suffix in (".csv", ".csv.gz"):
+            yield from _csv_select(self.path, columns)
+        elif suffix == ".xlsx":
+            for row in _xlsx_rows(self.path):
+                yield tuple(row.get(c, "") for c in columns)
+        else:
+            for raw in _json_objects(self.path):
+                yield tuple(_json_value(raw.get(c)) for c in columns)
+
     def rows(self) -> Iterator[dict[str, str]]:
         """Every row, as text cells (numbers of xlsx/JSON reports turned into text)."""
         suffix = report_suffix(self.path)
@@ -50,7 +62,8 @@ class Report:
         elif suffix == ".xlsx":
             yield from _xlsx_rows(self.path)
         else:
-            yield from _json_rows(self.path)
+            for raw in _json_objects(self.path):
+                yield {str(k): _json_value(v) for k, v in raw.items()}
 
 
 def report_suffix(path: Path) -> str:
@@ -129,6 +142,26 @@ def _csv_rows(path: Path) -> Iterator[dict[str, str]]:
                 if len(line) > width:
                     raise InputError(f"line {reader.line_num} has {len(line)} cells, the header {width}", path)
                 yield dict(zip(header, line))
+        except StopIteration:
+            return
+        except (csv.Error, UnicodeDecodeError, OSError, EOFError) as exc:
+            raise InputError(f"is not a readable CSV ({_short(exc)})", path) from None
+
+
+def _csv_select(path: Path, columns: list[str]) -> Iterator[tuple[str, ...]]:
+    with _open_text(path) as handle:
+        reader = csv.reader(handle)
+        try:
+            header = [h.strip() for h in next(reader)]
+            width = len(header)
+            where = [header.index(c) if c in header else None for c in columns]
+            for line in reader:
+                if not line:
+                    continue
+                if len(line) > width:
+                    raise InputError(f"line {reader.line_num} has {len(line)} cells, the header {width}", path)
+                size = len(line)
+                yield tuple(line[i] if i is not None and i < size else "" for i in where)
         except StopIteration:
             return
         except (csv.Error, UnicodeDecodeError, OSError, EOFError) as exc:
@@ -226,18 +259,23 @@ def _json_document(path: Path) -> dict[str, Any]:
 
 
 def _json_value(value: Any) -> str:
+    if value is None:
+        return ""
+    if value.__class__ is str:
+        return value
     if isinstance(value, (dict, list)):
         return orjson.dumps(value).decode()
     return _text(value)
 
 
-def _json_rows(path: Path) -> Iterator[dict[str, str]]:
+def _json_objects(path: Path) -> Iterator[dict[str, Any]]:
+    """The row objects of a JSON report, as parsed."""
     head, streamed = _json_head(path)
     if not streamed:
         for row in head["rows"]:
             if not isinstance(row, dict):
                 raise InputError("has a row that is not an object", path)
-            yield {str(k): _json_value(v) for k, v in row.items()}
+            yield row
         return
     with open(path, "rb") as handle:
         handle.readline(MAX_CELL)
@@ -253,7 +291,7 @@ def _json_rows(path: Path) -> Iterator[dict[str, str]]:
                 raise InputError(f"line {number} is not valid JSON ({_short(exc)})", path) from None
             if not isinstance(row, dict):
                 raise InputError(f"line {number} is not an object", path)
-            yield {str(k): _json_value(v) for k, v in row.items()}
+            yield row
 
 
 def find_reports(directory: Path) -> dict[str, Path]:

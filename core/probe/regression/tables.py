@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +31,8 @@ def safe_cell(value: Any) -> Any:
     return value
 
 
-def _safe_rows(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
-    return [[safe_cell(v) for v in row] for row in rows]
+def _safe_rows(rows: Sequence[Sequence[Any]]) -> Iterator[list[Any]]:
+    return ([safe_cell(v) for v in row] for row in rows)
 
 
 def write_table(
@@ -50,7 +50,6 @@ def write_table(
     Formats other than csv/xlsx/json are skipped. Returns the files written.
     """
     header = [neutralise_formula(str(c)) for c in columns]
-    body = _safe_rows(rows)
     written: list[Path] = []
     for fmt in formats:
         if fmt not in TABLE_FORMATS:
@@ -61,14 +60,17 @@ def write_table(
                 with atomic_write(path, "w", encoding="utf-8", newline="") as handle:
                     writer = csv.writer(handle, lineterminator="\n")
                     writer.writerow(header)
-                    writer.writerows(body)
+                    writer.writerows(_safe_rows(rows))
             elif fmt == "xlsx":
                 with atomic_path(path) as tmp, XlsxWriter(tmp) as book:
-                    book.add_sheet(sheet, header, body, rows_count=len(body))
+                    book.add_sheet(sheet, header, _safe_rows(rows), rows_count=len(rows))
             else:
-                doc = {**(head or {}), "columns": header, "rows": [dict(zip(header, row)) for row in body]}
-                with atomic_write(path, "wb") as handle:
-                    handle.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+                start = orjson.dumps({**(head or {}), "columns": header})[:-1] + b', "rows": [\n'
+                with atomic_write(path, "wb") as handle:  # one row per line, streamed
+                    handle.write(start)
+                    for i, row in enumerate(_safe_rows(rows)):
+                        handle.write((b",\n" if i else b"") + orjson.dumps(dict(zip(header, row))))
+                    handle.write(b"\n]}\n")
         except OSError as exc:
             raise InputError(f"cannot be written ({exc.strerror})", path) from None
         written.append(path)
