@@ -305,3 +305,14 @@ def _write(path: Path, text: str) -> Path:
 def _write_bytes(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path
+
+
+def test_xlsx_decompression_bomb_is_refused_before_parsing(report, tmp_path, run_probe):
+    import zipfile
+
+    bomb = tmp_path / "bomb.xlsx"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("xl/worksheets/sheet1.xml", b"\0" * (64 << 20))
+    assert bomb.stat().st_size < 1 << 20
+    result = run_probe("diff", report, bomb)
+    assert result.code == 2 and "would inflate to" in result.err and str(bomb) in result.err

@@ -177,3 +177,17 @@ def test_formula_looking_label_is_refused_and_cells_are_neutralised(tmp_path):
 def test_label_without_several_targets_is_an_error(tmp_path, run_probe):
     result = run_probe("compare", "-gp", GOLDEN, "-tp", TARGETS["mix"], "--label", "x", "-o", tmp_path)
     assert result.code == 2 and "give several -tp" in result.err
+
+
+@pytest.mark.slow
+def test_n_way_on_a_dask_cluster_gives_the_same_combined_tables(tmp_path):
+    distributed = pytest.importorskip("dask.distributed")
+    targets = [MULTI / "target/step0", MULTI / "golden/step0"]
+    local = probe.compare_many(MULTI / "golden/step0", targets, labels=["npu", "self"], output=tmp_path / "local")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        remote = probe.compare_many(MULTI / "golden/step0", targets, labels=["npu", "self"],
+                                    output=tmp_path / "dask", jobs=2, executor="dask",
+                                    scheduler=cluster.scheduler_address)
+    assert [(t.job_label, t.rows) for t in remote.tables] == [(t.job_label, t.rows) for t in local.tables]
+    assert len(remote.tables) == 2

@@ -289,14 +289,20 @@ def run_nway(
     if (base.options.get("executor") or "process") != "process":
         # another engine runs the jobs: one target after the other, each on that engine
         for index, request in enumerate(requests):
-            run_outcomes, _ = run_compare(request, host, keep=True)
+            run_outcomes, run_jobs = run_compare(request, host, keep=True)
+            golden_of = {(j.output_subdir, j.output_stem): Path(j.golden_file)
+                         for j in run_jobs if getattr(j, "golden_file", None) is not None}
+            golden_files.update(golden_of.values())
             for outcome in run_outcomes:
                 digest = digest_result(outcome.result) if outcome.result is not None else None
+                if digest is not None:
+                    digest.golden_file = golden_of.get((digest.output_subdir, digest.output_stem))
                 if not keep_results:
                     outcome.result = None
                 collect(index, outcome, digest)
         for index, request in enumerate(requests):
             _run_analyzers(host, request, outcomes[index])
+        golden_orders = {p: _golden_names_or_none(p) for p in golden_files}
     else:
         planned: list[tuple[int, CompareJob]] = []
         for index, request in enumerate(requests):
