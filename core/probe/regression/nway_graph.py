@@ -194,3 +194,24 @@ def run_graph_many(options: Any, targets: Sequence[Path], labels: Sequence[str] 
 
         run.html = write_html(db)
     return run
+
+
+def nway_page_parts(nway: dict[str, Any] | None, names: Sequence[str] = ()) -> tuple[str, str, str]:
+    """CSS, JS and the data element the viewer page adds for an N-way db (empty strings otherwise).
+
+    The data is gzip+base64 JSON (``names`` are the golden nodes the arrays align with), so no
+    text from a dump can close its script element.
+    """
+    if not nway:
+        return "", "", ""
+    import base64
+    import gzip
+    from importlib.resources import files
+
+    import orjson
+
+    here = files("probe.regression")
+    data = base64.b64encode(gzip.compress(orjson.dumps({**nway, "names": list(names)}), mtime=0)).decode("ascii")
+    element = f'<script id="nway-data" type="application/octet-stream" data-encoding="gzip+base64">{data}</script>\n'
+    return (here.joinpath("nway_viewer.css").read_text(encoding="utf-8"),
+            here.joinpath("nway_viewer.js").read_text(encoding="utf-8"), element)

@@ -142,7 +142,11 @@ def load_payload(db: Path, step: int | None = None, rank: int | None = None) -> 
             }
         if not sides:
             raise InputError(f"has no nodes for step {step} rank {rank}", db)
+        from probe.regression.nway_graph import load_nway  # N-way dbs: every target's verdict per golden node
+
+        nway = load_nway(conn, step, rank, sides["Bench"]["names"]) if "Bench" in sides else None
         return {
+            **({"nway": nway} if nway else {}),
             "meta": {
                 "source": db.name, "graphType": graph_type, "task": task or "", "microSteps": micro_steps or 1,
                 "overflowCheck": bool(overflow_check), "colors": json.loads(colors) if colors and colors != "null" else None,
@@ -164,14 +168,20 @@ def encode_payload(payload: dict[str, Any]) -> str:
 
 def render_html(payload: dict[str, Any]) -> str:
     """The HTML page for ``payload`` (base64 text cannot close its script tag)."""
+    from probe.regression.nway_graph import nway_page_parts
+
     title = f"probe graph - {payload['meta']['source']}"
     page = _asset("viewer.html")
-    return (
+    payload = dict(payload)
+    nway_css, nway_js, nway_data = nway_page_parts(payload.pop("nway", None), payload["sides"].get("Bench", {}).get("names", ()))
+    html = (
         page.replace("__TITLE__", title.replace("&", "&amp;").replace("<", "&lt;"))
-        .replace("/*__CSS__*/", _asset("viewer.css"))
-        .replace("/*__JS__*/", _asset("viewer.js"))
+        .replace("/*__CSS__*/", _asset("viewer.css") + nway_css)
+        .replace("/*__JS__*/", _asset("viewer.js") + nway_js)
         .replace("__DATA__", encode_payload(payload))
     )
+    head, end, tail = html.rpartition("</body>")
+    return head + nway_data + end + tail if nway_data else html
 
 
 def write_html(db: Path, output: Path | None = None, step: int | None = None, rank: int | None = None) -> Path:
