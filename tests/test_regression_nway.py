@@ -107,16 +107,27 @@ def test_combined_cells_are_the_per_target_report_cells(three_way):
     assert 0 < disagreeing < len(rows)
 
 
-def test_combined_first_suspect_flags_the_advisors_node(three_way):
+def test_combined_first_suspect_is_the_diagnosis_best_suspect(three_way):
+    """The CLI runs the diagnosis of every target: its best suspect's rows carry the flag."""
     _, rows = read_report(_one(three_way / "nway", "nway_result_*.csv"))
+    for label, target in TARGETS.items():
+        best = probe.diagnose(target, GOLDEN).suspects[0]
+        flagged = {r[f"{label}: NPU Name"] for r in rows if r[f"{label}: First Suspect"] == "first suspect"}
+        assert flagged, label
+        assert all(name.startswith(best.node + ".") for name in flagged), (label, best.node, flagged)
+        _, report = read_report(_one(three_way / "two" / label, "compare_result_*.csv"))
+        golden_rows = {r["NPU Name"] for r in report if r["NPU Name"].startswith(best.node + ".") and r["Bench Name"] != "N/A"}
+        assert flagged == golden_rows
+
+
+def test_python_api_without_analyzers_flags_the_advisors_node():
     from probe.analysis.advisor import advise
 
-    result = probe.compare(TARGETS["mix"], GOLDEN)[0]
-    culprit = advise(result).culprit
-    assert culprit is not None
-    flagged = {r["mix: NPU Name"] for r in rows if r["mix: First Suspect"] == "first suspect"}
-    assert flagged == {record.name for record in culprit.node.records}
-    assert all(name.startswith("Functional.relu.0.forward.") for name in flagged)
+    run = probe.compare_many(GOLDEN, [TARGETS["mix"], TARGETS["extra"]], labels=["mix", "extra"])
+    (table,) = run.tables
+    culprit = advise(run.run("mix")[0]).culprit
+    flagged = {r["mix: NPU Name"] for r in table.as_dicts() if r["mix: First Suspect"] == "first suspect"}
+    assert culprit is not None and flagged == {record.name for record in culprit.node.records}
 
 
 def test_combined_json_and_xlsx_hold_the_same_rows(three_way):

@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from test_graph_viewer_browser import _wait, browser  # noqa: F401  (the headless Chromium fixture)
+from viewer_browser import browser, wait  # noqa: F401  (browser is a fixture)
 from test_regression_nway_graph import GOLDEN, TARGETS
 
 pytestmark = pytest.mark.browser
@@ -18,7 +18,7 @@ def page(tmp_path_factory):
     from probe.regression.nway_graph import run_graph_many
 
     out = tmp_path_factory.mktemp("nway-html")
-    options = GraphOptions(target=GOLDEN, golden=GOLDEN, output=out, html=True, jobs=1)
+    options = GraphOptions(target=GOLDEN, golden=GOLDEN, output=out, html=True, jobs=1)  # target: one per -tp
     run = run_graph_many(options, list(TARGETS.values()), list(TARGETS), jobs=1)
     assert run.html is not None
     return run
@@ -48,7 +48,7 @@ def test_nway_viewer_selector_dots_and_disagreement(browser, page, tmp_path):  #
     from selenium.webdriver.support.ui import Select
 
     browser.get(page.html.as_uri())
-    _wait(browser, lambda d: d.execute_script("return document.body.dataset.nwayReady") == "1")
+    wait(browser, lambda d: d.execute_script("return document.body.dataset.nwayReady") == "1")
     assert browser.execute_script("return window.__errors || null") is None
     select = Select(browser.find_element(By.ID, "nway-target"))
     assert [o.text for o in select.options] == list(TARGETS)
@@ -67,7 +67,7 @@ def test_nway_viewer_selector_dots_and_disagreement(browser, page, tmp_path):  #
     assert [li.get_attribute("data-name") for li in items] == expected
     relu = next(li for li in items if li.get_attribute("data-name") == "Functional.relu.0.forward")
     relu.click()
-    _wait(browser, lambda d: d.find_elements(
+    wait(browser, lambda d: d.find_elements(
         By.CSS_SELECTOR, '#pane-Bench .row.selected[data-name="Functional.relu.0.forward"]'))
     row = _row(browser, "Functional.relu.0.forward")
     verdicts = [d.get_attribute("data-verdict") for d in row.find_elements(By.CSS_SELECTOR, ".nway-dot")]
@@ -79,12 +79,12 @@ def test_nway_viewer_selector_dots_and_disagreement(browser, page, tmp_path):  #
 
     # choosing another target recolours the golden graph with that target's verdicts
     select.select_by_visible_text("extra")
-    _wait(browser, lambda d: "nway-pass" in _row(d, "Functional.relu.0.forward").get_attribute("class").split())
+    wait(browser, lambda d: "nway-pass" in _row(d, "Functional.relu.0.forward").get_attribute("class").split())
     colour = browser.execute_script(
         "return getComputedStyle(arguments[0]).backgroundColor", _row(browser, "Functional.relu.0.forward"))
     assert colour == "rgb(255, 252, 243)"  # the legend's pass colour
     select.select_by_visible_text("multi")
-    _wait(browser, lambda d: "nway-warning" in _row(d, "Functional.relu.0.forward").get_attribute("class").split())
+    wait(browser, lambda d: "nway-warning" in _row(d, "Functional.relu.0.forward").get_attribute("class").split())
     shot = tmp_path / "nway.png"
     browser.save_screenshot(str(shot))
     assert shot.stat().st_size > 10_000
@@ -97,6 +97,6 @@ def test_plain_compare_page_has_no_nway_controls(browser, page):  # noqa: F811
 
     plain = write_html(page.target_dbs[0])
     browser.get(plain.as_uri())
-    _wait(browser, lambda d: d.execute_script("return document.body.dataset.ready") == "1")
+    wait(browser, lambda d: d.execute_script("return document.body.dataset.ready") == "1")
     assert not browser.find_elements(By.ID, "nway")
     assert not browser.find_elements(By.CSS_SELECTOR, ".nway-dot")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["compare", "compare_many", "diff_reports", "__version__"]
+__all__ = ["compare", "compare_many", "diagnose", "diff_reports", "__version__"]
 
 
 def compare(target: Any, golden: Any, output: Any = None, **options: Any) -> Any:
@@ -30,3 +30,10 @@ def diff_reports(old: Any, new: Any, output: Any = None, **options: Any) -> Any:
     from probe.regression.diff import diff_reports as _diff_reports
 
     return _diff_reports(old, new, output, **options)
+
+
+def diagnose(target: Any, golden: Any, output: Any = None, **options: Any) -> Any:
+    """Compare two dumps and rank suspects; see :func:`probe.diagnosis.diagnose`."""
+    from probe.diagnosis import diagnose as _diagnose
+
+    return _diagnose(target, golden, output, **options)

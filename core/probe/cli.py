@@ -52,7 +52,7 @@ def build_parser(host) -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
         )
         command.add_arguments(cmd_parser)
-        if command.name == "compare":
+        if command.name in ("compare", "diagnose"):
             host.add_compare_options(parser=cmd_parser)
         cmd_parser.set_defaults(handler=command)
     return parser

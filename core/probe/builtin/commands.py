@@ -69,6 +69,9 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
                         help="exit 1 when a row's Result is at least this bad (for CI gating)")
     report.add_argument("-m", "--mode", dest="compare_mode", default=None, metavar="MODE",
                         help="msProbe's compare mode: auto (default) or a plugin's (e.g. torchair)")
+    report.add_argument("--html", dest="diagnosis_html", action="store_true", default=None,
+                        help="also write diagnosis_<timestamp>.html: the error along the network and the suspects, "
+                             "one self-contained page")
 
 
 _CORE_KEYS = {"target_path", "golden_path", "input_path", "output_path", "xlsx", "format", "jobs", "fail_on",

@@ -96,7 +96,10 @@ def run_nway_graph_command(args: argparse.Namespace, options: Any) -> int:
     """``probe graph -gp G -tp T1 -tp T2 ...``: one graph compare per target plus the N-way db."""
     from probe.regression.nway_graph import run_graph_many
 
-    run = run_graph_many(options, [Path(t) for t in target_paths(args)], args.labels, jobs=args.jobs)
+    from dataclasses import replace
+
+    run = run_graph_many(replace(options, html=bool(args.html)), [Path(t) for t in target_paths(args)], args.labels,
+                         jobs=args.jobs)
     for label, db in zip(run.labels, run.target_dbs):
         print(f"graph written: {db} ({label})")
     print(f"N-way graph written: {run.db} ({run.disagree} golden nodes where the targets disagree)")

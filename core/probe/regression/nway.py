@@ -55,10 +55,15 @@ class TargetDigest:
     """Target row names of the first suspect node."""
     golden_file: Path | None = None
     """The golden dump file of the job, when the job names one."""
+    rank: int = 0
+    step: int = 0
+    entries: dict[str, str] = field(default_factory=dict)
+    """Target row name -> its dump entry (what a diagnosis suspect names)."""
 
 
 def first_suspect_rows(result: CompareResult) -> frozenset[str]:
-    """Target row names of the node where the difference starts (the advisor's culprit)."""
+    """Target row names of the node where the difference starts, by the advisor (the fallback
+    when no diagnosis ran, e.g. from Python with analyzers off)."""
     from probe.analysis.advisor import advise
 
     try:
@@ -97,6 +102,7 @@ def digest_result(result: CompareResult) -> TargetDigest:
     relative = RELATIVE_ERRORS.index(metric) if metric in RELATIVE_ERRORS and result.mode.name == "statistics" else None
     rendered = iter(()) if fast else result.table()
     rows: dict[str, tuple[str, Any, str]] = {}
+    entries: dict[str, str] = {}
     order: list[str] = []
     for record in result.records:
         row = None if fast else next(rendered)
@@ -113,10 +119,15 @@ def digest_result(result: CompareResult) -> TargetDigest:
             value = row[m_index] if m_index is not None else None
             verdict = row[r_index] if r_index is not None else record.verdict
         rows[golden.name] = (record.name, value, str(verdict))
+        entries[record.name] = record.pair.target.entry
         order.append(golden.name)
+    from probe.diagnosis.facts import step_of
+
     return TargetDigest(
         job_label=result.label, output_subdir=result.output_subdir, output_stem=result.output_stem,
         metric=metric, rows=rows, order=order, suspect_rows=first_suspect_rows(result),
+        rank=result.rank if result.rank is not None else 0,
+        step=step_of(result.target.path if result.target is not None else None), entries=entries,
     )
 
 
@@ -301,7 +312,7 @@ def run_nway(
                     outcome.result = None
                 collect(index, outcome, digest)
         for index, request in enumerate(requests):
-            _run_analyzers(host, request, outcomes[index])
+            _run_analyzers(host, request, outcomes[index], digests[index])
         golden_orders = {p: _golden_names_or_none(p) for p in golden_files}
     else:
         planned: list[tuple[int, CompareJob]] = []
@@ -327,7 +338,7 @@ def run_nway(
                 collect(*_run_target_job(index, job, requests[index], keep_results, host))
             golden_orders = {p: _golden_names_or_none(p) for p in golden_files}
         for index, request in enumerate(requests):
-            _run_analyzers(host, request, outcomes[index])
+            _run_analyzers(host, request, outcomes[index], digests[index])
     if not keep:
         for per_target in outcomes:
             for outcome in per_target:
@@ -350,14 +361,34 @@ def _golden_names_or_none(path: Path) -> list[str] | None:
         return None
 
 
-def _run_analyzers(host: Host, request: CompareRequest, outcomes: list[JobOutcome]) -> None:
-    """Run the analyzers (advisor, -da ...) of one target as a two-way compare would."""
+def _run_analyzers(host: Host, request: CompareRequest, outcomes: list[JobOutcome],
+                   digests: list[TargetDigest]) -> None:
+    """Run the analyzers (diagnosis, advisor, -da ...) of one target as a two-way compare would;
+    when a diagnosis ran, its best suspect per rank/step is the first suspect of the digests."""
     results = [o.result for o in outcomes if o.result is not None]
     for analyzer in enabled_analyzers(host, request):
         if getattr(analyzer, "digest", None) is None:
             analyzer.analyze(request, results)
         else:
             analyzer.analyze(request, [o.digests[analyzer.name] for o in outcomes if analyzer.name in o.digests])
+    apply_diagnosis(request, digests)
+
+
+def apply_diagnosis(request: CompareRequest, digests: list[TargetDigest]) -> None:
+    """Flag the rows of the diagnosis' best suspect of each rank/step (none where it found none)."""
+    try:
+        from probe.diagnosis.analyzer import diagnosis_of
+        from probe.diagnosis.oneanswer import best_per_rank
+    except ImportError:  # pragma: no cover - the diagnosis is part of the core
+        return
+    diagnosis = diagnosis_of(request)
+    if diagnosis is None:
+        return
+    for digest in digests:
+        best = best_per_rank(diagnosis, digest.step).get(digest.rank)
+        digest.suspect_rows = frozenset(
+            name for name, entry in digest.entries.items() if best is not None and entry == best.node
+        )
 
 
 def job_groups(digests: Sequence[list[TargetDigest]]) -> dict[tuple[str, str], list[TargetDigest | None]]:

@@ -20,7 +20,6 @@ import os
 import shutil
 import sqlite3
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -182,6 +181,8 @@ def run_graph_many(options: Any, targets: Sequence[Path], labels: Sequence[str] 
     ]
     workers = min(len(per_target), jobs or os.cpu_count() or 1)
     if workers > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
         with ProcessPoolExecutor(max_workers=workers) as pool:
             dbs = list(pool.map(_graph_one, per_target))
     else:
@@ -196,22 +197,16 @@ def run_graph_many(options: Any, targets: Sequence[Path], labels: Sequence[str] 
     return run
 
 
-def nway_page_parts(nway: dict[str, Any] | None, names: Sequence[str] = ()) -> tuple[str, str, str]:
-    """CSS, JS and the data element the viewer page adds for an N-way db (empty strings otherwise).
 
-    The data is gzip+base64 JSON (``names`` are the golden nodes the arrays align with), so no
-    text from a dump can close its script element.
-    """
-    if not nway:
-        return "", "", ""
-    import base64
-    import gzip
-    from importlib.resources import files
-
-    import orjson
-
-    here = files("probe.regression")
-    data = base64.b64encode(gzip.compress(orjson.dumps({**nway, "names": list(names)}), mtime=0)).decode("ascii")
-    element = f'<script id="nway-data" type="application/octet-stream" data-encoding="gzip+base64">{data}</script>\n'
-    return (here.joinpath("nway_viewer.css").read_text(encoding="utf-8"),
-            here.joinpath("nway_viewer.js").read_text(encoding="utf-8"), element)
+def nway_block(db: Path, step: int, rank: int, payload: dict[str, Any]) -> dict[str, Any] | None:
+    """The viewer's data block of graph (step, rank) of an N-way db (``None`` for any other db):
+    :func:`load_nway` plus the golden node names its arrays align with."""
+    names = payload.get("sides", {}).get("Bench", {}).get("names")
+    if not names:
+        return None
+    conn = sqlite3.connect(Path(db).resolve().as_uri() + "?mode=ro&immutable=1", uri=True)
+    try:
+        nway = load_nway(conn, step, rank, names)
+    finally:
+        conn.close()
+    return None if nway is None else {**nway, "names": list(names)}
