@@ -38,9 +38,7 @@ def _disagreeing(db):
 
 
 def _row(driver, name):
-    from selenium.webdriver.common.by import By
-
-    return driver.find_element(By.CSS_SELECTOR, f'#pane-Bench .row[data-name="{name}"]')
+    return driver.find_element("css selector", f'#pane-Bench .row[data-name="{name}"]')
 
 
 def test_nway_viewer_selector_dots_and_disagreement(browser, page, tmp_path):  # noqa: F811

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+from dataclasses import replace
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -10,10 +12,12 @@ from probe import forked
 from probe.errors import InputError
 from probe.flatten import RowList, flatten_entries
 from probe.jsonio import read_json
-from probe.model import FlatDump, Row
+from probe.model import DumpInfo, FlatDump, Row
 
 if TYPE_CHECKING:  # pragma: no cover
     from probe.plugins import Host
+
+log = logging.getLogger("probe")
 
 
 def pick_reader(path: Path, host: Host) -> Any:
@@ -34,12 +38,29 @@ def load_dump(path: Path, host: Host, with_stack: bool = True) -> FlatDump:
         rows, skipped, count = flatten_entries(entries, debug=info.kind == "debug")
     except InputError as exc:
         raise InputError(exc.problem, path) from None
+    if not info.framework_declared:
+        info = _infer_framework(info, rows)
     dump = FlatDump(info=info, rows=rows, entry_count=count)
     dump.has_md5 = rows.has_md5
     dump.skipped_entries = skipped
     if with_stack:
         dump.stack = load_stack(path.parent / "stack.json")
     return dump
+
+
+MINDSPORE_PREFIXES = ("Mint.", "MintFunctional.", "Cell.", "Primitive.", "Jit.")
+"""Entry names only MindSpore dumps have."""
+
+
+def _infer_framework(info: DumpInfo, rows: list[Row]) -> DumpInfo:
+    """The framework of a dump.json without a ``framework`` key: MindSpore when its entries carry
+    MindSpore-only API names, else PyTorch (msProbe's default); says what was assumed."""
+    found = next((row.entry for row in rows if row.entry.startswith(MINDSPORE_PREFIXES)), None)
+    if found is None:
+        log.info("%s: no 'framework' key, assumed pytorch", info.path)
+        return info
+    log.warning("%s: no 'framework' key; MindSpore API names found (%s), assumed mindspore", info.path, found)
+    return replace(info, framework="mindspore")
 
 
 FORK_MIN_BYTES = 4 << 20

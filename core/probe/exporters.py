@@ -6,7 +6,6 @@ import csv
 import math
 import os
 import shutil
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from itertools import islice
@@ -16,7 +15,8 @@ from typing import Any
 import orjson
 
 from probe import forked
-from probe.io import atomic_path, atomic_write
+from probe.cells import SUSPECT_START, safe_cell, safe_row
+from probe.io import atomic_path, atomic_write, temp_file
 from probe.modes.common import STACK_COLUMN, STAT_COLUMNS
 from probe.result import CompareResult
 from probe.xlsx import XlsxWriter
@@ -28,20 +28,12 @@ SPLIT_MIN_ROWS = 20_000
 """Reports with at least this many rows are rendered by two processes (see :mod:`probe.forked`)."""
 XLSX_MAX_ROWS = 1_048_500
 HIGHLIGHT_COLUMN = "Highlight"
-_FORMULA_START = ("=", "+", "-", "@", "%", "＝", "＋", "－", "＠", "％")
-_FORMULA_FIRST = frozenset(_FORMULA_START)
 _INF = math.inf
 
 
 def neutralise_formula(value: str) -> str:
-    """Prefix text that a spreadsheet would run as a formula with ``'``; numbers are kept."""
-    if value.startswith(_FORMULA_START):
-        try:
-            float(value)
-            return value
-        except ValueError:
-            return "'" + value
-    return value
+    """Text a spreadsheet would run as a formula, prefixed with ``'`` (see :mod:`probe.cells`)."""
+    return safe_cell(value)
 
 
 def _rows(result: CompareResult, inf_text: tuple[str, str]) -> Iterator[list[Any]]:
@@ -49,14 +41,14 @@ def _rows(result: CompareResult, inf_text: tuple[str, str]) -> Iterator[list[Any
     columns = result.columns
     stat_index = [columns.index(c) for c in STAT_COLUMNS if c in columns]
     pos_inf, neg_inf = inf_text
-    starts = _FORMULA_FIRST
+    starts = SUSPECT_START
     for row in result.table():
         for i in stat_index:
             value = row[i]
             if (value == _INF or value == -_INF) and isinstance(value, float):
                 row[i] = pos_inf if value > 0 else neg_inf
-        # only text starting with a formula character needs a closer look
-        yield [neutralise_formula(v) if isinstance(v, str) and v[:1] in starts else v for v in row]
+        # only text starting with a formula character (or holding a CR) needs a closer look
+        yield [safe_cell(v) if v.__class__ is str and (v[:1] in starts or "\r" in v) else v for v in row]
 
 
 class CsvExporter:
@@ -71,23 +63,22 @@ class CsvExporter:
         stack = columns.index(STACK_COLUMN) if STACK_COLUMN in columns else None
         if len(result) <= self.max_rows:
             if len(result) >= SPLIT_MIN_ROWS and forked.allowed():
-                _write_split(path, columns, result, stack)
-            else:
-                self._write_file(path, columns, _rows(result, CSV_INF), stack)
-            return [path]
+                return [_write_split(path, columns, result, stack)]
+            return [self._write_file(path, columns, _rows(result, CSV_INF), stack)]
         rows = _rows(result, CSV_INF)
         written = []
         for index in range(1, math.ceil(len(result) / self.max_rows) + 1):
             part = path.with_name(f"{path.stem}_part_{index}{path.suffix}")
-            self._write_file(part, columns, islice(rows, self.max_rows), stack)
-            written.append(part)
+            written.append(self._write_file(part, columns, islice(rows, self.max_rows), stack))
         return written
 
     @staticmethod
-    def _write_file(path: Path, columns: list[str], rows: Iterable[list[Any]], stack: int | None = None) -> None:
-        with atomic_write(path, "w", encoding="utf-8", newline="") as handle:
-            csv.writer(handle, lineterminator="\n").writerow(columns)
+    def _write_file(path: Path, columns: list[str], rows: Iterable[list[Any]], stack: int | None = None) -> Path:
+        out = atomic_write(path, "w", encoding="utf-8", newline="")
+        with out as handle:
+            csv.writer(handle, lineterminator="\n").writerow(safe_row(columns))
             _write_body(handle, rows, stack)
+        return out.path
 
 
 def _write_body(handle: Any, rows: Iterable[list[Any]], stack: int | None) -> None:
@@ -98,19 +89,20 @@ def _write_body(handle: Any, rows: Iterable[list[Any]], stack: int | None) -> No
         _write_with_stacks(handle, rows, stack)
 
 
-def _write_split(path: Path, columns: list[str], result: CompareResult, stack: int | None) -> None:
+def _write_split(path: Path, columns: list[str], result: CompareResult, stack: int | None) -> Path:
     """Write one CSV file with two processes: a forked child renders the second half of the
     rows into a temporary file while this process renders the first half; the child's text
     is then appended. Rows are rendered independently, so the bytes equal a serial write.
+    Returns the name used.
     """
     half = len(result) // 2
-    fd, tail = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tail", dir=path.parent)
-    os.close(fd)
+    tail = str(temp_file(path, ".tail"))
     try:
         child = forked.start(_write_tail, tail, replace(result, records=result.records[half:]), stack)
+        out = atomic_write(path, "w", encoding="utf-8", newline="")
         try:
-            with atomic_write(path, "w", encoding="utf-8", newline="") as handle:
-                csv.writer(handle, lineterminator="\n").writerow(columns)
+            with out as handle:
+                csv.writer(handle, lineterminator="\n").writerow(safe_row(columns))
                 _write_body(handle, _rows(replace(result, records=result.records[:half]), CSV_INF), stack)
                 child.result()
                 handle.flush()
@@ -121,6 +113,7 @@ def _write_split(path: Path, columns: list[str], result: CompareResult, stack: i
             raise
     finally:
         os.unlink(tail)
+    return out.path
 
 
 def _write_tail(path: str, result: CompareResult, stack: int | None) -> None:
@@ -187,12 +180,13 @@ class XlsxExporter:
         sheets = max(1, math.ceil(total / self.max_rows))
         per_sheet = math.ceil(total / sheets) if total else 0
         rows = _rows(result, ("inf", "-inf"))
-        with atomic_path(path) as tmp, XlsxWriter(tmp) as book:
+        out = atomic_path(path)
+        with out as tmp, XlsxWriter(tmp) as book:
             for index in range(sheets):
                 count = min(per_sheet, total - index * per_sheet)
-                book.add_sheet("Sheet1" if sheets == 1 else f"part_{index}", columns, islice(rows, per_sheet),
+                book.add_sheet("Sheet1" if sheets == 1 else f"part_{index}", safe_row(columns), islice(rows, per_sheet),
                                rows_count=count, fill_column=highlight)
-        return [path]
+        return [out.path]
 
 
 def _json_value(value: Any) -> Any:
@@ -217,10 +211,12 @@ class JsonExporter:
             "summary": {
                 "rows": summary.rows, "pass": summary.passed, "warning": summary.warnings,
                 "error": summary.errors, "unmatched": summary.unmatched, "golden_only": summary.golden_only,
+                "not_compared": summary.not_compared,
                 "first_error": summary.first_error,
             },
         }
-        with atomic_write(path, "wb") as handle:
+        out = atomic_write(path, "wb")
+        with out as handle:
             handle.write(orjson.dumps(head)[:-1] + b', "rows": [\n')
             first = True
             for row in result.table():
@@ -228,4 +224,4 @@ class JsonExporter:
                 handle.write((b"" if first else b",\n") + orjson.dumps(record))
                 first = False
             handle.write(b"\n]}\n")
-        return [path]
+        return [out.path]

@@ -100,7 +100,8 @@ def pair_rows(host: Host, target: FlatDump, golden: FlatDump, options: dict[str,
     normalizers = [
         n for n in host.normalizers.values()
         if n.applies(target.info.framework, golden.info.framework)
-        and (getattr(n, "option", None) is None or options.get(n.option))
+        and (getattr(n, "option", None) is None or options.get(n.option)
+             or any(options.get(o) for o in getattr(n, "also_with", ())))
     ]
     for normalizer in normalizers:
         for side, dump in (("target", target), ("golden", golden)):
@@ -287,14 +288,18 @@ def run_compare(
     keep: bool = True,
     progress: ProgressFactory = _no_progress,
     on_outcome: Callable[[JobOutcome], None] | None = None,
+    on_plan: Callable[[int], None] | None = None,
 ) -> tuple[list[JobOutcome], list[CompareJob]]:
-    """Plan and run every job of ``request``; ranks run in parallel processes when ``jobs > 1``."""
+    """Plan and run every job of ``request``; ranks run in parallel processes when ``jobs > 1``.
+    ``on_plan`` is told the number of jobs once they are planned (progress totals)."""
     host = host or default_host()
     if request.output_dir is not None:
         prepare_output_dir(request.output_dir)
     for fmt in request.formats:
         host.exporters.get(fmt)  # fail early on an unknown format
     jobs: Sequence[CompareJob] = host.plan_compare(request=request)
+    if on_plan:
+        on_plan(len(jobs))
     outcomes: list[JobOutcome] = []
     workers = min(request.jobs, len(jobs))
     executor = request.options.get("executor") or "process"

@@ -154,9 +154,10 @@ class AdvisorAnalyzer:
 
             if directory is not None:
                 path = unique_path(directory, f"advisor_{timestamp()}", ".txt")
-                with atomic_write(path, "w", encoding="utf-8") as handle:
+                report = atomic_write(path, "w", encoding="utf-8")
+                with report as handle:
                     handle.write(advisor_text(advices, lines))
-                written.append(path)
+                written.append(report.path)
             failing = [a for a in advices if not a.ok]
             title = f"advisor ({subdir})" if subdir else "advisor"
             suspected = diagnosis is not None and any(s.step == group[0].step for s in diagnosis.suspects)

@@ -21,6 +21,10 @@ COMPARE_EPILOG = """examples:
   probe compare -i compare.json -o out                                   # msProbe's input file
   probe compare -gp golden/step0 -tp npu_eager/step0 -tp npu_graph/step0 -o out   # N-way: out/<label>/ + nway_result
   probe compare -gp gpu -tp npu_bf16 --label bf16 -tp npu_new --label new -o out --xlsx
+  probe -f mindspore compare -tp ms/step0 -gp pt/step0 -am -o out        # -f before or after the command
+
+Rows whose data could not be compared read N/A with the reason in Err_message; the summary
+counts them as "not compared" and --fail-on exits 1 for them, printing why.
 """
 
 
@@ -34,8 +38,9 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
                     help="golden (bench) dump of the same kind as the target")
     io.add_argument("-i", "--input_path", dest="input_path", metavar="compare.json",
                     help="msProbe's older input file with npu_path / bench_path / stack_path / is_print_compare_log")
-    io.add_argument("-o", "--output_path", dest="output_path", nargs="?", const="./output", default="./output",
-                    metavar="DIR", help="output directory (default ./output)")
+    io.add_argument("-o", "--output_path", dest="output_path", nargs="?", const="./output", default=None,
+                    metavar="DIR", help="output directory (default ./output; the current directory for "
+                                        "TorchAir reports, as documented)")
     io.add_argument("--xlsx", action="store_true", help="write xlsx instead of CSV")
     io.add_argument("--format", dest="format", metavar="FMT[,FMT]",
                     help="report formats, comma separated (csv, xlsx, json, or a plugin's)")
@@ -54,7 +59,8 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
                        help="map Cell to Module, and module path/class fragments from a YAML file")
     report = parser.add_argument_group("report")
     report.add_argument("-hl", "--highlight", action="store_true", default=None,
-                        help="colour rows red/yellow (xlsx fills, Highlight column in CSV/JSON)")
+                        help="mark suspicious rows red/yellow by msProbe's documented highlight rules, the reason "
+                             "written into the row (xlsx fills, Highlight column in CSV/JSON)")
     report.add_argument("-s", "--stack_mode", action="store_true", default=None,
                         help="accepted for compatibility: stack info is shown whenever stack.json exists")
     report.add_argument("-c", "--compare_only", action="store_true", default=None,
@@ -66,9 +72,11 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     report.add_argument("--metric-mode", dest="metric_mode", metavar="NAME",
                         help="force a metric mode (statistics, tensor, md5, or a plugin's)")
     report.add_argument("--fail-on", dest="fail_on", choices=("never", "warning", "error"), default="never",
-                        help="exit 1 when a row's Result is at least this bad (for CI gating)")
+                        help="exit 1 when a row's Result is at least this bad, or a row was not compared "
+                             "(for CI gating; prints why)")
     report.add_argument("-m", "--mode", dest="compare_mode", default=None, metavar="MODE",
-                        help="msProbe's compare mode: auto (default) or a plugin's (e.g. torchair)")
+                        help="msProbe's compare mode: auto (default) or a plugin's (torchair, mindspore); "
+                             "offline_data, offline_model and atb are refused (not implemented)")
     report.add_argument("--html", dest="diagnosis_html", action="store_true", default=None,
                         help="also write diagnosis_<timestamp>.html: the error along the network and the suspects, "
                              "one self-contained page")
@@ -76,6 +84,43 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
 
 _CORE_KEYS = {"target_path", "golden_path", "input_path", "output_path", "xlsx", "format", "jobs", "fail_on",
               "command", "framework", "verbose", "quiet", "handler", "target_paths", "labels"}
+
+
+# msProbe's compare modes that probe does not implement, and what they are
+UNSUPPORTED_MODES = {
+    "offline_data": "offline data (Ascend model-dump) compare",
+    "offline_model": "offline model (om/onnx/pb) compare",
+    "atb": "ATB operator-library dump compare",
+}
+
+
+def compare_modes(host: Any) -> list[str]:
+    """``-m`` values probe accepts: ``auto`` and every plugin that plans its own compares."""
+    planners = {info.name for info in host.plugin_infos
+                if not info.error and "probe_plan_compare" in info.hooks and not info.name.startswith("probe.")}
+    return ["auto", *sorted(planners)]
+
+
+def check_compare_mode(mode: str | None, host: Any) -> None:
+    """Refuse a ``-m`` value probe does not implement, naming msProbe's modes it does not support."""
+    if mode is None:
+        return
+    supported = compare_modes(host)
+    if mode in supported:
+        return
+    if mode in UNSUPPORTED_MODES:
+        raise InputError(f"-m {mode} ({UNSUPPORTED_MODES[mode]}) is not supported by probe; "
+                         f"supported modes: {', '.join(supported)}")
+    raise InputError(f"unknown compare mode -m {mode!r}; supported modes: {', '.join(supported)}")
+
+
+DEFAULT_OUTPUT_DIRS = {"torchair": "."}
+"""Where reports go without ``-o``, when a framework's documentation says other than ./output."""
+
+
+def default_output_dir(framework: str) -> str:
+    """The output directory used when ``-o`` is not given."""
+    return DEFAULT_OUTPUT_DIRS.get(framework, "./output")
 
 
 def request_from_args(args: argparse.Namespace, host: Any) -> Any:
@@ -89,6 +134,9 @@ def request_from_args(args: argparse.Namespace, host: Any) -> Any:
         doc = read_json(Path(args.input_path))
         if not isinstance(doc, dict) or "npu_path" not in doc or "bench_path" not in doc:
             raise InputError("must hold npu_path and bench_path", args.input_path)
+        for key in ("npu_path", "bench_path", "stack_path"):
+            if doc.get(key) is not None and not isinstance(doc[key], str):
+                raise InputError(f"{key} must be a path (text), not {type(doc[key]).__name__}", args.input_path)
         target = target or doc["npu_path"]
         golden = golden or doc["bench_path"]
         if doc.get("stack_path"):
@@ -100,14 +148,16 @@ def request_from_args(args: argparse.Namespace, host: Any) -> Any:
     formats = ["xlsx"] if args.xlsx else ["csv"]
     if args.format:
         formats = [f.strip().lower() for f in args.format.split(",") if f.strip()]
+    check_compare_mode(options.get("compare_mode"), host)
     framework = args.framework
     if not framework and options.get("compare_mode") not in (None, "auto"):
         framework = options["compare_mode"]
     if not framework:
         framework = host.detect_framework(path=str(target)) or "pytorch"
     jobs = args.jobs if args.jobs else (os.cpu_count() or 1)
+    output = args.output_path or default_output_dir(framework)
     return CompareRequest(
-        target=Path(target), golden=Path(golden), output_dir=Path(args.output_path),
+        target=Path(target), golden=Path(golden), output_dir=Path(output),
         framework=framework, formats=tuple(formats), jobs=max(1, jobs), options=options,
     )
 

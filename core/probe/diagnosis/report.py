@@ -80,11 +80,12 @@ class Diagnosis:
     def write(self, directory: Path, stamp: str) -> Path:
         """Write ``diagnosis_{stamp}.json`` into ``directory`` (atomic, never replacing a file)."""
         path = unique_path(directory, f"diagnosis_{stamp}", ".json")
-        with atomic_write(path, "w", encoding="utf-8") as handle:
+        out = atomic_write(path, "w", encoding="utf-8")
+        with out as handle:
             json.dump(_finite(self.to_dict()), handle, indent=1, ensure_ascii=False, allow_nan=False)
             handle.write("\n")
-        self.path = path
-        return path
+        self.path = out.path  # the name claimed (``_1`` if a concurrent run took ``path``)
+        return out.path
 
 
 def _finite(value: Any) -> Any:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from probe.errors import InputError
+from probe.io import no_space, prepare_output_dir, write_error
 
 from probe.graph.build import build_graph
 from probe.graph.db import VisDbWriter
@@ -49,7 +50,8 @@ class GraphOptions:
     target: Path
     output: Path
     golden: Path | None = None
-    layer_mapping: Path | None = None
+    layer_mapping: Path | bool | None = None
+    """A mapping file, or ``True`` for ``-lm`` without one (modules pair by path, any class)."""
     overflow_check: bool = False
     overflow_rules: Path | None = None
     """Extra false-positive rules for ``-oc`` (added to ``probe/data/overflow_rules.yaml``)."""
@@ -135,10 +137,20 @@ def compare_pair(
     judge_graph(by_node, task, merged)
     judge_collections(list(npu.nodes.values()))
     if options.tensor_log:
-        for node, rows in by_node.items():
-            log.info("compared %s with %s: %d rows", node.name, node.match.name if node.match else "-", len(rows))
+        print_tensor_log(by_node)
     _share_micro_steps(npu, bench)
     return task, matched
+
+
+def print_tensor_log(by_node: dict[GraphNode, list]) -> None:
+    """``-tensor_log``: one line per compared row with its metrics, as ``probe compare`` prints them."""
+    for node, pairs in by_node.items():
+        for pair in pairs:
+            values = node.metrics.get(pair.target.name)
+            if values is None:
+                continue
+            metrics = ", ".join(f"{name} {value}" for name, value in values.items()) or "md5 only"
+            print(f"[{pair.target.name}] Compare result: {metrics}, bench {pair.golden.name}", flush=True)
 
 
 def _share_micro_steps(npu: Graph, bench: Graph) -> None:
@@ -266,10 +278,11 @@ def _run_pairs(
             progress.step()
         return results
     import shutil
-    import tempfile
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    scratch = Path(tempfile.mkdtemp(prefix=".probe-graph-", dir=options.output))
+    from probe.io import temp_dir
+
+    scratch = temp_dir(options.output, "graph")
     try:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             futures = {
@@ -346,7 +359,7 @@ def _merged_graphs(kind: str, pairs, options: GraphOptions, rules, host: Host | 
 
 def run_graph(options: GraphOptions, host: Host | None = None) -> GraphRun:
     """Run ``graph_visualize``; returns the db written (and the graphs, for callers and tests)."""
-    options.output.mkdir(parents=True, exist_ok=True)
+    prepare_output_dir(options.output)
     stamp = options.timestamp or time.strftime("%Y%m%d%H%M%S")
     compare = options.golden is not None
     merged = bool(options.merge)
@@ -389,8 +402,10 @@ def run_graph(options: GraphOptions, host: Host | None = None) -> GraphRun:
         writer.write_config(compare, task, micro_steps, options.overflow_check,
                             (k[2] for k in keys), (k[1] for k in keys))
         db = writer.close()
-    except BaseException:
+    except BaseException as exc:
         writer.abort()
+        if no_space(exc):
+            raise write_error(exc, db_path) from None
         raise
     run = GraphRun(db=db, graphs=graphs, nodes=nodes, matched=matched)
     if options.html:

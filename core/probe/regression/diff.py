@@ -313,17 +313,18 @@ def write_diff(diff: ReportDiff, directory: Path, formats: Sequence[str] = FORMA
         path = unique_path(directory, stem, ".json")
         head = {"old": str(diff.old), "new": str(diff.new), "tolerances": diff.tolerances,
                 "summary": asdict(diff.summary)}
-        with atomic_write(path, "wb") as handle:  # one change per line: never the whole text at once
+        out = atomic_write(path, "wb")
+        with out as handle:  # one change per line: never the whole text at once
             handle.write(orjson.dumps(head)[:-1] + b', "changes": [\n')
             for i, change in enumerate(diff.changes):
                 handle.write((b",\n" if i else b"") + orjson.dumps(_change_dict(change)))
             handle.write(b"\n]}\n")
-        files.append(path)
+        files.append(out.path)
     if "md" in formats:
-        path = unique_path(directory, stem, ".md")
-        with atomic_write(path, "w", encoding="utf-8") as handle:
+        out = atomic_write(unique_path(directory, stem, ".md"), "w", encoding="utf-8")
+        with out as handle:
             handle.write(markdown(diff))
-        files.append(path)
+        files.append(out.path)
     return files
 
 

@@ -95,7 +95,9 @@ def target_verdicts(db: Path) -> dict[tuple[int, int, str], tuple[str, float | N
 def write_nway_db(target_dbs: Sequence[Path], labels: Sequence[str], output: Path) -> tuple[Path, int]:
     """Write ``output`` (the first db plus the N-way tables) atomically; returns it and the
     number of golden nodes where the targets disagree."""
-    tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    from probe.io import claim, temp_file
+
+    tmp = temp_file(output, ".vis.db")
     shutil.copyfile(target_dbs[0], tmp)
     try:
         conn = sqlite3.connect(tmp, isolation_level=None)
@@ -122,7 +124,7 @@ def write_nway_db(target_dbs: Sequence[Path], labels: Sequence[str], output: Pat
             conn.close()
         for suffix in ("-wal", "-shm"):
             Path(str(tmp) + suffix).unlink(missing_ok=True)
-        os.replace(tmp, output)
+        output = claim(tmp, output)  # never replaces: another run's file keeps its name
     except BaseException:
         for suffix in ("", "-wal", "-shm"):
             Path(str(tmp) + suffix).unlink(missing_ok=True)

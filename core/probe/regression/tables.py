@@ -14,7 +14,6 @@ from typing import Any
 
 import orjson
 
-from probe.errors import InputError
 from probe.exporters import neutralise_formula
 from probe.io import atomic_path, atomic_write, unique_path
 from probe.xlsx import XlsxWriter
@@ -22,7 +21,7 @@ from probe.xlsx import XlsxWriter
 TABLE_FORMATS = ("csv", "xlsx", "json")
 
 
-def safe_cell(value: Any) -> Any:
+def table_cell(value: Any) -> Any:
     """Text neutralised for spreadsheets; non-finite floats as text; other values as is."""
     if isinstance(value, str):
         return neutralise_formula(value)
@@ -32,7 +31,7 @@ def safe_cell(value: Any) -> Any:
 
 
 def _safe_rows(rows: Sequence[Sequence[Any]]) -> Iterator[list[Any]]:
-    return ([safe_cell(v) for v in row] for row in rows)
+    return ([table_cell(v) for v in row] for row in rows)
 
 
 def write_table(
@@ -55,23 +54,23 @@ def write_table(
         if fmt not in TABLE_FORMATS:
             continue
         path = unique_path(directory, stem, f".{fmt}")
-        try:
-            if fmt == "csv":
-                with atomic_write(path, "w", encoding="utf-8", newline="") as handle:
-                    writer = csv.writer(handle, lineterminator="\n")
-                    writer.writerow(header)
-                    writer.writerows(_safe_rows(rows))
-            elif fmt == "xlsx":
-                with atomic_path(path) as tmp, XlsxWriter(tmp) as book:
-                    book.add_sheet(sheet, header, _safe_rows(rows), rows_count=len(rows))
-            else:
-                start = orjson.dumps({**(head or {}), "columns": header})[:-1] + b', "rows": [\n'
-                with atomic_write(path, "wb") as handle:  # one row per line, streamed
-                    handle.write(start)
-                    for i, row in enumerate(_safe_rows(rows)):
-                        handle.write((b",\n" if i else b"") + orjson.dumps(dict(zip(header, row))))
-                    handle.write(b"\n]}\n")
-        except OSError as exc:
-            raise InputError(f"cannot be written ({exc.strerror})", path) from None
-        written.append(path)
+        if fmt == "csv":
+            out = atomic_write(path, "w", encoding="utf-8", newline="")
+            with out as handle:
+                writer = csv.writer(handle, lineterminator="\n")
+                writer.writerow(header)
+                writer.writerows(_safe_rows(rows))
+        elif fmt == "xlsx":
+            out = atomic_path(path)
+            with out as tmp, XlsxWriter(tmp) as book:
+                book.add_sheet(sheet, header, _safe_rows(rows), rows_count=len(rows))
+        else:
+            start = orjson.dumps({**(head or {}), "columns": header})[:-1] + b', "rows": [\n'
+            out = atomic_write(path, "wb")
+            with out as handle:  # one row per line, streamed
+                handle.write(start)
+                for i, row in enumerate(_safe_rows(rows)):
+                    handle.write((b",\n" if i else b"") + orjson.dumps(dict(zip(header, row))))
+                handle.write(b"\n]}\n")
+        written.append(out.path)  # the name claimed (another run may have taken ``path`` meanwhile)
     return written

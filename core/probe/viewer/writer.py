@@ -243,12 +243,21 @@ def write_html(db: Path, output: Path | None = None, step: int | None = None, ra
         stem = db.name[: -len(".vis.db")] if db.name.endswith(".vis.db") else db.stem
         output = db.with_name(f"{stem}.html")
     output = Path(output)
-    blobs = load_page(db, step, rank, diagnosis)
+    if output.is_dir():
+        raise InputError("is a directory; -o names the HTML file to write", output)
+    try:
+        blobs = load_page(db, step, rank, diagnosis)
+    except (sqlite3.Error, ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError) as exc:
+        detail = str(exc).splitlines()[0][:160] if str(exc) else ""
+        raise InputError(f"is not a valid .vis.db graph file ({type(exc).__name__}: {detail})", db) from None
     graphs = blobs["page-meta"]["graphs"]
     sizes = sum(len(v) for k, v in blobs.items() if k.startswith("graph-"))
     output.parent.mkdir(parents=True, exist_ok=True)
     if len(graphs) < 2 or sizes <= SPLIT_BYTES:
-        pages = {output: blobs}
+        page = atomic_write(output, "w", encoding="utf-8")  # never replaces: output_1.html if taken
+        with page as handle:
+            handle.write(render_html(blobs))
+        return page.path
     else:
         stem = output.name[: -len(".html")] if output.name.endswith(".html") else output.name
         paths = [output] + [output.with_name(f"{stem}_step{g['step']}_rank{g['rank']}.html") for g in graphs[1:]]
@@ -262,7 +271,7 @@ def write_html(db: Path, output: Path | None = None, step: int | None = None, ra
             if "chart-data" in blobs:
                 page["chart-data"] = blobs["chart-data"]
             pages[path] = page
-    for path, page in pages.items():
-        with atomic_write(path, "w", encoding="utf-8") as handle:
+    for path, page in pages.items():  # linked by name: a page that exists is an error, not replaced
+        with atomic_write(path, "w", encoding="utf-8", rename=False) as handle:
             handle.write(render_html(page))
     return output
