@@ -45,12 +45,12 @@ def _drain(result) -> None:
 
 def dump_reader(data: bytes) -> None:
     """A whole dump through the registered reader and the flattening."""
-    from probe.dumps import load_dump
     from probe.plugins import default_host
+    from probe.stages import pick_reader
 
     path = _file("dump.json", data)
     try:
-        load_dump(path, default_host())
+        pick_reader(path, default_host()).load(path)
     except InputError:
         pass
 
@@ -81,7 +81,7 @@ def npy_loader(data: bytes) -> None:
 
     path = _file("x.npy", data)
     try:
-        load_tensor(path, default_host().tensor_loaders)
+        load_tensor(path, default_host().tensor_loaders.as_dict())
     except InputError:
         pass
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from parity import read_report
 
-from probe.modes.common import canonical_dtype
+from probe.formats.msprobe.dtypes import canonical_dtype
 
 MSG_DTYPE = "error: The dtype of NPU and Bench are inconsistent."
 MSG_REQUIRES_GRAD = "error: The Required_Grad of NPU and Bench are inconsistent"

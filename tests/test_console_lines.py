@@ -9,14 +9,14 @@ NAN = PYTORCH_CASES / "nan_inf_cnn"
 
 
 def test_jobs_total_is_known_once_planned(tmp_path):
-    from probe.jobs import CompareRequest
+    from probe.model import CompareRequest
     from probe.pipeline import run_compare
 
     totals = []
     request = CompareRequest(target=MULTI / "target/step0", golden=MULTI / "golden/step0", output_dir=None,
                              framework="pytorch", formats=("csv",), jobs=1, options={})
-    outcomes, _ = run_compare(request, on_plan=totals.append)
-    assert totals == [len(outcomes)] == [2]
+    run = run_compare(request, on_plan=totals.append)
+    assert totals == [len(run.outcomes)] == [2]
 
 
 def test_first_error_names_its_rank_and_fail_on_says_why(tmp_path, run_probe):

@@ -7,7 +7,7 @@ import json
 from conftest import PYTORCH_CASES
 from parity import read_report
 from probe.exporters import CsvExporter, XlsxExporter, neutralise_formula
-from probe.dumps import load_stack
+from probe.formats.msprobe.stack import load_stack
 from probe.pipeline import compare
 
 STAT = PYTORCH_CASES / "stat_mix_cnn"

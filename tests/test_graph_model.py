@@ -15,7 +15,7 @@ from probe.graph.matching import fuzzy_api_key, match_graphs
 from probe.graph.node import API, BENCH, COLLECTION, MODULE
 from probe.graph.overflow import CRITICAL, HIGH, MEDIUM, overflow_level
 from probe.graph.node import GraphNode
-from probe.flatten import leaf_row
+from probe.formats.msprobe.flatten import leaf_row
 
 # Root children and post-order of the cnn statistics dump, as the spec lists them for msProbe.
 SPEC_ROOT_CHILDREN = [

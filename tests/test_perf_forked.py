@@ -6,17 +6,19 @@ from pathlib import Path
 
 import pytest
 
-from probe import dumps, forked
+from probe import dumps, runtime
 from probe import exporters
 from probe.dumps import load_dump, load_pair, pack_dump, unpack_dump
 from probe.errors import InputError
 from probe.pipeline import compare
-from probe.plugins import default_host
+from probe.formats.msprobe.reader import MsprobeJsonReader
+
+READER = MsprobeJsonReader()
 
 CASES = Path(__file__).parent / "data" / "pytorch"
 ROW_ATTRS = ("name", "entry", "state", "dtype", "shape", "stats", "requires_grad", "md5", "data_name", "extra", "key")
 
-needs_fork = pytest.mark.skipif(not forked.allowed(), reason="forking is not available here")
+needs_fork = pytest.mark.skipif(not runtime.allowed(), reason="forking is not available here")
 
 
 def _fail(path: str) -> None:
@@ -24,20 +26,20 @@ def _fail(path: str) -> None:
 
 
 def test_forked_call_returns_its_value() -> None:
-    assert forked.start(sorted, [3, 1, 2]).result() == [1, 2, 3]
+    assert runtime.start(sorted, [3, 1, 2]).result() == [1, 2, 3]
 
 
 def test_forked_error_is_raised_in_the_parent() -> None:
-    task = forked.start(_fail, "x.json")
+    task = runtime.start(_fail, "x.json")
     with pytest.raises(InputError, match="x.json: is broken"):
         task.result()
 
 
 def test_without_fork_the_call_runs_when_asked(monkeypatch) -> None:
     monkeypatch.setenv("PROBE_FORK", "0")
-    assert not forked.allowed()
+    assert not runtime.allowed()
     calls = []
-    task = forked.start(calls.append, 1)
+    task = runtime.start(calls.append, 1)
     assert calls == []
     task.result()
     assert calls == [1]
@@ -50,7 +52,7 @@ def _rows(dump) -> list[tuple]:
 @pytest.mark.parametrize("case", ["stat_mix_tfm", "md5_mix_tfm"])
 def test_packed_dump_round_trips(case: str) -> None:
     path = CASES / case / "golden" / "step0" / "rank0" / "dump.json"
-    dump = load_dump(path, default_host(), with_stack=False)
+    dump = load_dump(path, READER, with_stack=False)
     back = unpack_dump(pack_dump(dump))
     assert _rows(back) == _rows(dump)
     assert (back.info, back.has_md5, back.rows.has_md5, back.entry_count, back.skipped_entries) == (
@@ -61,10 +63,9 @@ def test_packed_dump_round_trips(case: str) -> None:
 def test_golden_read_in_a_child_equals_serial_read(monkeypatch) -> None:
     monkeypatch.setattr(dumps, "FORK_MIN_BYTES", 0)
     rank = CASES / "stat_mix_tfm" / "{}" / "step0" / "rank0" / "dump.json"
-    host = default_host()
-    target, golden = load_pair(Path(str(rank).format("target")), Path(str(rank).format("golden")), host)
-    assert _rows(target) == _rows(load_dump(Path(str(rank).format("target")), host))
-    assert _rows(golden) == _rows(load_dump(Path(str(rank).format("golden")), host, with_stack=False))
+    target, golden = load_pair(Path(str(rank).format("target")), Path(str(rank).format("golden")), READER, READER)
+    assert _rows(target) == _rows(load_dump(Path(str(rank).format("target")), READER))
+    assert _rows(golden) == _rows(load_dump(Path(str(rank).format("golden")), READER, with_stack=False))
 
 
 @needs_fork
@@ -74,7 +75,7 @@ def test_golden_error_from_the_child_names_the_file(monkeypatch, tmp_path: Path)
     bad.write_text('{"task": "statistics", "data": []}')
     target = CASES / "stat_mix_tfm" / "target" / "step0" / "rank0" / "dump.json"
     with pytest.raises(InputError, match="'data' is not an object") as info:
-        load_pair(target, bad, default_host())
+        load_pair(target, bad, READER, READER)
     assert info.value.path == str(bad)
 
 
@@ -84,11 +85,11 @@ def test_csv_written_by_two_processes_equals_serial_csv(case: str, monkeypatch, 
     side = CASES / case / "{}" / "step0"
     args = (str(side).format("target"), str(side).format("golden"))
     monkeypatch.setenv("PROBE_FORK", "0")
-    serial = compare(*args, tmp_path / "serial").files
+    serial = compare(*args, tmp_path / "serial", analyze=False).files
     monkeypatch.setenv("PROBE_FORK", "1")
     monkeypatch.setattr(exporters, "SPLIT_MIN_ROWS", 1)
     monkeypatch.setattr(dumps, "FORK_MIN_BYTES", 0)
-    split = compare(*args, tmp_path / "split").files
+    split = compare(*args, tmp_path / "split", analyze=False).files
     assert len(serial) == len(split) == 1
     assert split[0].read_bytes() == serial[0].read_bytes()
     assert [p.name for p in (tmp_path / "split").iterdir()] == [split[0].name]  # no temporary file left
@@ -105,7 +106,7 @@ def _sleep_then_fail() -> None:
 def test_cancel_stops_the_child_at_once() -> None:
     import time
 
-    task = forked.start(_sleep_then_fail)
+    task = runtime.start(_sleep_then_fail)
     start = time.monotonic()
     task.cancel()
     assert time.monotonic() - start < 5
@@ -113,7 +114,7 @@ def test_cancel_stops_the_child_at_once() -> None:
 
 @needs_fork
 def test_cancel_after_a_failed_result_does_nothing() -> None:
-    task = forked.start(_fail, "y.json")
+    task = runtime.start(_fail, "y.json")
     with pytest.raises(InputError):
         task.result()
     task.cancel()  # the child is reaped: no signal, no error

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from probe import hookspecs
-from probe.model import Command, DumpReader, Exporter, MetricMode
+from probe.interfaces import (
+    OPTIONAL_MEMBERS, Analyzer, Command, DumpReader, Exporter, Mapper, MetricMode, NameNormalizer, Pairer,
+)
 
 HOOKS = [name for name, obj in vars(hookspecs).items() if name.startswith("probe_") and callable(obj)]
 
@@ -67,6 +69,30 @@ def test_exporters_conform(exporter, tmp_path):
 @pytest.mark.parametrize("reader", _registered("readers"))
 def test_readers_conform(reader):
     assert isinstance(reader, DumpReader)
+
+
+@pytest.mark.parametrize("pairer", _registered("pairers"))
+def test_pairers_conform(pairer):
+    assert isinstance(pairer, Pairer)
+    option = getattr(pairer, "option", None)
+    assert option is None or isinstance(option, str)
+
+
+@pytest.mark.parametrize(
+    "obj,protocol",
+    [pytest.param(p.values[0], proto, id=p.id) for kind, proto in
+     (("mappers", Mapper), ("normalizers", NameNormalizer), ("analyzers", Analyzer))
+     for p in _registered(kind)],
+)
+def test_stage_objects_conform(obj, protocol):
+    assert isinstance(obj, protocol)
+    for member in OPTIONAL_MEMBERS.get(protocol.__name__, ()):
+        assert not hasattr(obj, member) or getattr(obj, member) is None or member != "digest" or callable(obj.digest)
+
+
+def test_builtin_pairers_are_registered(host):
+    assert {"exact", "fuzzy"} <= set(host.pairers.names())
+    assert host.pairers.get("fuzzy").option == "fuzzy_match"
 
 
 @pytest.mark.parametrize("command", _registered("commands"))

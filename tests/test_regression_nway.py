@@ -24,11 +24,12 @@ GOLDEN_DUMP = GOLDEN / "proc23597/dump.json"
 MULTI = PYTORCH_CASES / "multirank_cnn"
 
 
-def _golden_names() -> list[str]:
-    from probe.dumps import load_dump
+def _golden_names(path: Path = GOLDEN_DUMP) -> list[str]:
+    """The golden dump's rows as the reader flattens them, in dump order."""
     from probe.plugins import Host
+    from probe.stages import pick_reader
 
-    return [row.name for row in load_dump(GOLDEN_DUMP, Host(), with_stack=False).rows]
+    return [row.name for row in pick_reader(path, Host()).load(path, with_stack=False).rows]
 
 
 def _one(directory: Path, pattern: str) -> Path:
@@ -120,11 +121,17 @@ def test_combined_first_suspect_is_the_diagnosis_best_suspect(three_way):
         assert flagged == golden_rows
 
 
-def test_python_api_without_analyzers_flags_the_advisors_node():
+def test_python_api_flags_the_diagnosis_suspect_and_without_analyzers_the_advisors_node():
     from probe.analysis.advisor import advise
 
-    run = probe.compare_many(GOLDEN, [TARGETS["mix"], TARGETS["extra"]], labels=["mix", "extra"])
+    both = probe.compare_many(GOLDEN, [TARGETS["mix"], TARGETS["extra"]], labels=["mix", "extra"])
+    best = both.run("mix").analysis("diagnosis").data.suspects[0]
+    flagged = {r["mix: NPU Name"] for r in both.tables[0].as_dicts() if r["mix: First Suspect"]}
+    assert flagged and all(name.startswith(best.node + ".") for name in flagged)
+
+    run = probe.compare_many(GOLDEN, [TARGETS["mix"], TARGETS["extra"]], labels=["mix", "extra"], analyze=False)
     (table,) = run.tables
+    assert run.run("mix").analyses == []
     culprit = advise(run.run("mix")[0]).culprit
     flagged = {r["mix: NPU Name"] for r in table.as_dicts() if r["mix: First Suspect"] == "first suspect"}
     assert culprit is not None and flagged == {record.name for record in culprit.node.records}
@@ -146,9 +153,7 @@ def test_multi_rank_n_way_combines_per_rank(tmp_path):
     assert sorted(t.job_label for t in run.tables) == ["rank0", "rank1"]
     for table in run.tables:
         rank = table.job_label
-        golden = [row.name for row in __import__("probe.dumps", fromlist=["load_dump"]).load_dump(
-            MULTI / f"golden/step0/{rank}/dump.json", __import__("probe.plugins", fromlist=["Host"]).Host(),
-            with_stack=False).rows]
+        golden = _golden_names(MULTI / f"golden/step0/{rank}/dump.json")
         rows = table.as_dicts()
         assert [r["Bench Name"] for r in rows] == golden
         assert all(r["self: Result"] == "pass" for r in rows)  # the golden against itself

@@ -25,7 +25,7 @@ def page(tmp_path_factory):
 
 
 def _disagreeing(db):
-    from probe.regression.nway_graph import load_nway
+    from probe.regression.nway_data import load_nway
 
     conn = sqlite3.connect(f"file:{db}?mode=ro&immutable=1", uri=True)
     try:

@@ -72,7 +72,7 @@ def test_nway_db_holds_every_targets_verdict_per_golden_node(nway_graph):
 
 
 def test_load_nway_flags_nodes_where_targets_disagree(nway_graph):
-    from probe.regression.nway_graph import load_nway, verdict_of
+    from probe.regression.nway_data import load_nway, verdict_of
 
     (db,) = (nway_graph / "nway").glob("nway_*.vis.db")
     names = [n for (n,) in _rows(db, "SELECT node_name FROM tb_nodes WHERE data_source = 'Bench' ORDER BY node_order")]
@@ -96,7 +96,7 @@ def test_load_nway_flags_nodes_where_targets_disagree(nway_graph):
 
 
 def test_plain_db_has_no_nway_payload(nway_graph):
-    from probe.regression.nway_graph import load_nway
+    from probe.regression.nway_data import load_nway
 
     (db,) = (nway_graph / "two" / "mix").glob("compare_*.vis.db")
     conn = sqlite3.connect(f"file:{db}?mode=ro&immutable=1", uri=True)

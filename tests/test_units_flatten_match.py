@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from probe.errors import InputError
-from probe.flatten import crc32_hex, flatten_entries
+from probe.formats.msprobe.flatten import crc32_hex, flatten_entries
 from probe.match import assign_keys, backward_renames, fuzzy_key, match_exact, match_fuzzy
 from probe.model import Row
 

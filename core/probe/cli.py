@@ -6,8 +6,10 @@ import argparse
 import logging
 import sys
 
-from probe import __version__
 from probe.errors import ProbeError
+from probe.io import os_error
+from probe.plugins import Host
+from probe.version import __version__
 
 MAIN_EPILOG = """examples:
   probe compare -tp target/dump.json -gp golden/dump.json -o out
@@ -71,8 +73,6 @@ def build_parser(host) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``probe`` command; returns the exit code."""
-    from probe.plugins import Host
-
     try:
         host = Host()
         parser = build_parser(host)
@@ -93,8 +93,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"probe: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:  # an unreadable directory, a full disk: one line, exit 2
-        from probe.io import os_error
-
         error = os_error(exc)
         print(f"probe: error: {error}", file=sys.stderr)
         return error.exit_code

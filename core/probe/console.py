@@ -8,11 +8,12 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from probe.errors import InputError
-from probe.jobs import CompareRequest
-from probe.model import Summary
-from probe.pipeline import JobOutcome, enabled_analyzers, run_compare
+from probe.model import CompareRequest, Summary
+from probe.pipeline import run_compare
+from probe.result import CompareRun, JobOutcome
 
 err_console = Console(stderr=True)
 
@@ -25,9 +26,8 @@ def _progress() -> Progress:
 
 
 def run_with_console(request: CompareRequest, host: Any, fail_on: str = "never") -> int:
-    """Run a compare with a progress bar, print the summary, return the exit code."""
+    """Run a compare with a progress bar, print the summary and the analyses, return the exit code."""
     tensor_log = bool(request.options.get("tensor_log"))
-    analyzers = enabled_analyzers(host, request)
     with _progress() as progress:
         jobs_task = progress.add_task("jobs", total=None)
 
@@ -41,18 +41,21 @@ def run_with_console(request: CompareRequest, host: Any, fail_on: str = "never")
         def planned(count: int) -> None:
             progress.update(jobs_task, total=count)
 
-        outcomes, jobs = run_compare(request, host, keep=tensor_log, progress=factory, on_outcome=done,
-                                     on_plan=planned)
+        run = run_compare(request, host, keep=tensor_log, progress=factory, on_outcome=done, on_plan=planned)
     if tensor_log:
-        print_tensor_log(outcomes)
-    results = [o.result for o in outcomes if o.result is not None]
-    code = report(outcomes, request, fail_on)
-    for analyzer in analyzers:
-        if getattr(analyzer, "digest", None) is None:
-            analyzer.analyze(request, results)
-        else:
-            analyzer.analyze(request, [o.digests[analyzer.name] for o in outcomes if analyzer.name in o.digests])
+        print_tensor_log(run.outcomes)
+    code = report(run.outcomes, request, fail_on)
+    render_analyses(run)
     return code
+
+
+def render_analyses(run: CompareRun) -> None:
+    """Print what every analysis shows, in order (text soft-wrapped, panels as drawn)."""
+    text = Console(highlight=False, soft_wrap=True)
+    boxes = Console(highlight=False)
+    for analysis in run.analyses:
+        for item in analysis.shown:
+            (text if isinstance(item, (str, Text)) else boxes).print(item)
 
 
 def print_tensor_log(outcomes: list[JobOutcome]) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from probe import forked
+from probe import runtime
 from probe.cells import SUSPECT_START, safe_cell, safe_row
 from probe.io import atomic_path, atomic_write, temp_file
 from probe.modes.common import STACK_COLUMN, STAT_COLUMNS
@@ -25,7 +25,7 @@ CSV_MAX_ROWS = 1_000_000
 CSV_INF = (" inf", " -inf")
 """How the CSV writes infinite statistics."""
 SPLIT_MIN_ROWS = 20_000
-"""Reports with at least this many rows are rendered by two processes (see :mod:`probe.forked`)."""
+"""Reports with at least this many rows are rendered by two processes (see :mod:`probe.runtime`)."""
 XLSX_MAX_ROWS = 1_048_500
 HIGHLIGHT_COLUMN = "Highlight"
 _INF = math.inf
@@ -62,7 +62,7 @@ class CsvExporter:
         columns = result.columns
         stack = columns.index(STACK_COLUMN) if STACK_COLUMN in columns else None
         if len(result) <= self.max_rows:
-            if len(result) >= SPLIT_MIN_ROWS and forked.allowed():
+            if len(result) >= SPLIT_MIN_ROWS and runtime.allowed():
                 return [_write_split(path, columns, result, stack)]
             return [self._write_file(path, columns, _rows(result, CSV_INF), stack)]
         rows = _rows(result, CSV_INF)
@@ -98,7 +98,7 @@ def _write_split(path: Path, columns: list[str], result: CompareResult, stack: i
     half = len(result) // 2
     tail = str(temp_file(path, ".tail"))
     try:
-        child = forked.start(_write_tail, tail, replace(result, records=result.records[half:]), stack)
+        child = runtime.start(_write_tail, tail, replace(result, records=result.records[half:]), stack)
         out = atomic_write(path, "w", encoding="utf-8", newline="")
         try:
             with out as handle:

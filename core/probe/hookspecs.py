@@ -9,7 +9,9 @@ Two shapes only:
   built-in default of each is registered ``trylast`` so any plugin can override it.
 
 No hook is ever called per row or per tensor: hooks hand back objects (readers, loaders,
-modes, exporters, jobs) and the hot loops call those directly.
+pairers, modes, exporters, analyzers) and the hot loops call those directly. The objects'
+contracts are the Protocols of :mod:`probe.interfaces`; the order in which the pipeline
+uses them is described there.
 
 Hooks evolve by adding keyword arguments; always call them by keyword.
 """
@@ -17,13 +19,10 @@ Hooks evolve by adding keyword arguments; always call them by keyword.
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
-
 import pluggy
 
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from probe.jobs import CompareJob, CompareRequest
-    from probe.registry import Registry
+from probe.model import CompareRequest, PairPlan
+from probe.registry import Registry
 
 PROJECT = "probe"
 
@@ -38,11 +37,12 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 @hookspec
 def probe_register_readers(register: Registry) -> None:
-    """Register dump readers (:class:`probe.model.DumpReader`).
+    """Register dump readers (:class:`probe.interfaces.DumpReader`) keyed by name.
 
-    Called once at start-up. A reader recognises a dump file (``sniff``) and yields its
-    entries in file order (``iter_entries``). The built-in reader handles msProbe's
-    ``dump.json`` / ``debug.json``; readers are tried in registration order, plugins first.
+    Called once at start-up. A reader recognises a dump (``sniff``) and reads it into plain
+    rows in file order (``load``). The built-in reader ``msprobe-json`` handles msProbe's
+    ``dump.json`` / ``debug.json``; a plan may name its reader, otherwise readers are tried
+    in registration order, plugins first.
     """
 
 
@@ -50,7 +50,7 @@ def probe_register_readers(register: Registry) -> None:
 def probe_register_tensor_loaders(register: Registry) -> None:
     """Register tensor-file loaders keyed by file suffix (``".pt"``, ``".npy"``...).
 
-    Called once at start-up. Each value is a :class:`probe.model.TensorLoader`: a callable
+    Called once at start-up. Each value is a :data:`probe.interfaces.TensorLoader`: a callable
     ``load(path) -> numpy.ndarray`` that must never execute code from the file (no
     unpickling). The core ships ``.npy``; the PyTorch plugin adds ``.pt``.
     """
@@ -58,7 +58,7 @@ def probe_register_tensor_loaders(register: Registry) -> None:
 
 @hookspec
 def probe_register_normalizers(register: Registry) -> None:
-    """Register name normalizers (:class:`probe.model.NameNormalizer`).
+    """Register name normalizers (:class:`probe.interfaces.NameNormalizer`).
 
     Called once at start-up. A normalizer turns a framework-specific row name into a
     canonical one before matching (e.g. MindSpore ``Cell.`` to ``Module.``). It declares
@@ -68,7 +68,7 @@ def probe_register_normalizers(register: Registry) -> None:
 
 @hookspec
 def probe_register_mappers(register: Registry) -> None:
-    """Register mappers (:class:`probe.model.Mapper`): api / cell / layer / data mapping.
+    """Register mappers (:class:`probe.interfaces.Mapper`): api / cell / layer / data mapping.
 
     Called once at start-up. A mapper is activated by a compare option (e.g. ``-dm FILE``)
     and, once built for a job, rewrites the matching key of target rows so that they pair
@@ -77,8 +77,19 @@ def probe_register_mappers(register: Registry) -> None:
 
 
 @hookspec
+def probe_register_pairers(register: Registry) -> None:
+    """Register pairers (:class:`probe.interfaces.Pairer`) keyed by name.
+
+    Called once at start-up. A pairer turns two read and normalized dumps into pairs plus
+    the unmatched rows of both sides. Built-ins: ``exact`` (the default) and ``fuzzy``
+    (``-fm``). A pairer with an ``option`` attribute is used when that compare option is set
+    (e.g. ``auto_match``); a :class:`probe.model.PairPlan` may name its pairers explicitly.
+    """
+
+
+@hookspec
 def probe_register_modes(register: Registry) -> None:
-    """Register metric modes (:class:`probe.model.MetricMode`).
+    """Register metric modes (:class:`probe.interfaces.MetricMode`).
 
     Called once at start-up. A mode owns its metric columns, the per-pair computation and
     the Result rules. Built-ins: ``statistics``, ``tensor``, ``md5``. A mode is chosen by
@@ -88,7 +99,7 @@ def probe_register_modes(register: Registry) -> None:
 
 @hookspec
 def probe_register_tensor_metrics(register: Registry) -> None:
-    """Register extra tensor-mode metric columns (:class:`probe.model.TensorMetric`).
+    """Register extra tensor-mode metric columns (:class:`probe.interfaces.TensorMetric`).
 
     Called once at start-up. Each metric adds one column after the six built-in tensor
     metrics (msProbe's "custom algorithm" columns); a metric that raises yields
@@ -98,7 +109,7 @@ def probe_register_tensor_metrics(register: Registry) -> None:
 
 @hookspec
 def probe_register_exporters(register: Registry) -> None:
-    """Register exporters (:class:`probe.model.Exporter`) keyed by format name.
+    """Register exporters (:class:`probe.interfaces.Exporter`) keyed by format name.
 
     Called once at start-up. Built-ins: ``csv``, ``xlsx``, ``json``. ``--format a,b`` picks
     several; the core writes each file atomically (the exporter writes a temporary path that
@@ -108,7 +119,7 @@ def probe_register_exporters(register: Registry) -> None:
 
 @hookspec
 def probe_register_commands(register: Registry) -> None:
-    """Register CLI sub-commands (:class:`probe.model.Command`).
+    """Register CLI sub-commands (:class:`probe.interfaces.Command`).
 
     Called once when the command line is built. Built-ins: ``compare``, ``plugins``; plugins
     add e.g. ``merge_result`` or ``graph_visualize``. A command may list ``aliases``.
@@ -117,7 +128,7 @@ def probe_register_commands(register: Registry) -> None:
 
 @hookspec
 def probe_register_analyzers(register: Registry) -> None:
-    """Register post-compare analyzers (:class:`probe.model.Analyzer`).
+    """Register post-compare analyzers (:class:`probe.interfaces.Analyzer`).
 
     Called once at start-up. After every job of a compare has run, each analyzer whose
     ``enabled(request)`` is true gets the in-memory results (first-divergence analysis,
@@ -129,7 +140,7 @@ def probe_register_analyzers(register: Registry) -> None:
 
 @hookspec
 def probe_add_compare_options(parser: argparse.ArgumentParser) -> None:
-    """Add options to ``probe compare`` (e.g. ``--rank``/``--step`` or ``-am``).
+    """Add options to ``probe compare`` (e.g. ``-am``; ``--rank``/``--step`` are core options).
 
     Called once when the ``compare`` parser is built. Options land in
     ``CompareRequest.options`` under their ``dest`` names, so plugin code reads them from
@@ -143,14 +154,17 @@ def probe_add_compare_options(parser: argparse.ArgumentParser) -> None:
 
 
 @hookspec(firstresult=True)
-def probe_plan_compare(request: CompareRequest) -> list[CompareJob] | None:
-    """Split a compare request into independent jobs (one per rank / step / kernel dir).
+def probe_plan_compare(request: CompareRequest) -> list[PairPlan] | None:
+    """Split a compare request into independent pairs of sources, as data.
 
-    Called once per ``probe compare``. Stops at the first non-``None`` result. The built-in
-    implementation (``trylast``) understands dump files, ``rank*``/``proc*`` step dirs and
-    multi-step roots. A plugin returns its own jobs for layouts it owns (MindSpore kernel
-    dumps with ``--rank``, TorchAir GE dumps, ...). Raise :class:`probe.errors.InputError`
-    for input it recognises but cannot use.
+    Called once per ``probe compare``. Stops at the first non-``None`` result. Each
+    :class:`probe.model.PairPlan` names its two sources, the reader(s), pairer(s) and mode to
+    use (or ``None`` for the defaults), its output name, label, rank and step; the pipeline
+    runs every plan through the same stages. The built-in implementation (``trylast``)
+    understands dump files, ``rank*``/``proc*`` step dirs and multi-step roots, and keeps
+    the ranks / steps asked for with ``--rank`` / ``--step``. A plugin returns plans for
+    layouts it owns (MindSpore kernel dumps, TorchAir GE dumps, ...). Raise
+    :class:`probe.errors.InputError` for input it recognises but cannot use.
     """
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import gc
+import csv
 import json
 import mmap
 import os
@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from probe import runtime
 from probe.errors import InputError
 
 
@@ -97,8 +98,6 @@ CSV_FIELD_BYTES = 128 << 10
 def csv_rows(path: Path, field_limit: int = CSV_FIELD_BYTES, what: str = "CSV file") -> Iterator[list[str]]:
     """The rows of a UTF-8 CSV file, streamed; a bad byte, an over-long field or a broken
     quote is a one-line :class:`InputError` naming the file and the line."""
-    import csv
-
     fd = open_regular(path, what)
     with open(fd, newline="", encoding="utf-8", errors="strict") as handle:
         csv.field_size_limit(field_limit)
@@ -230,9 +229,7 @@ def parse_json(raw: bytes | mmap.mmap, path: Path) -> Any:
         raise InputError(f"is too large to parse as one document ({_size(len(raw))}; the limit is "
                          f"{_size(MAX_WHOLE_JSON_BYTES)}; dump.json files in the layout msProbe writes "
                          "are read piece by piece without this limit)", path)
-    enabled = gc.isenabled()
-    gc.disable()  # the parsed tree holds no cycles; collection passes only cost time
-    try:
+    with runtime.gc_off():  # the parsed tree holds no cycles; collection passes only cost time
         try:
             return orjson.loads(raw if isinstance(raw, bytes) else memoryview(raw))
         except orjson.JSONDecodeError:
@@ -249,9 +246,6 @@ def parse_json(raw: bytes | mmap.mmap, path: Path) -> Any:
             if "digits" in str(exc):
                 raise InputError("is not valid JSON (a number has more than 4300 digits)", path) from None
             raise InputError(f"is not valid JSON ({str(exc).splitlines()[0][:120]})", path) from None
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _duplicate_key(root: Any) -> tuple[str, int] | None:

@@ -5,13 +5,8 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 
-from probe.model import KeyMap, Pair, Row
-
-FLOAT_DTYPES = (
-    frozenset({"torch.float16", "torch.float32", "torch.float64", "torch.bfloat16"}),
-    frozenset({"Float16", "Float32", "Float64", "BFloat16"}),
-)
-
+from probe.formats.msprobe.dtypes import dtypes_compatible
+from probe.model import FlatDump, KeyMap, MatchContext, Pair, Pairing, Row
 
 def backward_renames(entries: Sequence[str]) -> dict[str, str]:
     """Map each backward entry name to its name with the call index renumbered.
@@ -53,33 +48,6 @@ def assign_keys(rows: Sequence[Row], renumber: bool) -> None:
             row.key = row.name if key == row.name else key  # share the name's string when equal
         else:
             row.key = row.name
-
-
-_DTYPE_CATEGORIES = {
-    **dict.fromkeys(("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"), "int"),
-    **dict.fromkeys(("float16", "float32", "float64", "bfloat16"), "float"),
-    "bool": "bool",
-    "complex64": "complex",
-    "complex128": "complex",
-}
-
-
-def dtypes_compatible(target: str, golden: str) -> bool:
-    """msProbe's dtype gate: equal, or both float types of the same framework.
-
-    Across frameworks (one dtype spelled ``torch.*``, the other not) the two only need to
-    be of the same kind (int / float / bool / complex), as msProbe does.
-    """
-    if target == golden:
-        return True
-    if any(target in family and golden in family for family in FLOAT_DTYPES):
-        return True
-    if target.startswith("torch.") != golden.startswith("torch."):
-        from probe.modes.common import canonical_dtype
-
-        t, g = canonical_dtype(target), canonical_dtype(golden)
-        return _DTYPE_CATEGORIES.get(t, t) == _DTYPE_CATEGORIES.get(g, g)
-    return False
 
 
 def match_exact(
@@ -194,3 +162,43 @@ def match_fuzzy(target: Sequence[Row], golden: Sequence[Row], key_map: KeyMap | 
     while pending_t:
         pairs.append(Pair(pending_t.popleft()[0], None))
     return pairs, len(golden) - matched_golden
+
+
+def golden_key_lookup(golden: FlatDump) -> Callable[[str], str]:
+    """Turn a golden row *name* into that row's matching key (call indices renumbered).
+
+    Mapping files name golden rows as they appear in the dump; matching uses keys. The
+    table is built on first use, after the pipeline has assigned the keys.
+    """
+    table: dict[str, str] = {}
+
+    def lookup(name: str) -> str:
+        if not table:
+            table.update((row.name, row.key) for row in golden.rows)
+        return table.get(name, name)
+
+    return lookup
+
+
+class ExactPairer:
+    """The default pairer: keys equal (after normalizers and mappers), dtypes compatible."""
+
+    name = "exact"
+    renumber = True
+    """Keys keep backward call indices renumbered by order (see :func:`assign_keys`)."""
+
+    def pair(self, target: FlatDump, golden: FlatDump, key_map: KeyMap | None, ctx: MatchContext) -> Pairing:
+        pairs, golden_only = match_exact(target.rows, golden.rows, key_map)
+        return Pairing(pairs, golden_only)
+
+
+class FuzzyPairer:
+    """``-fm``: keys equal once call indices are dropped, msProbe's greedy queue order."""
+
+    name = "fuzzy"
+    option = "fuzzy_match"
+    renumber = False
+
+    def pair(self, target: FlatDump, golden: FlatDump, key_map: KeyMap | None, ctx: MatchContext) -> Pairing:
+        pairs, golden_only = match_fuzzy(target.rows, golden.rows, key_map)
+        return Pairing(pairs, golden_only)

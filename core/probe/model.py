@@ -1,21 +1,15 @@
-"""Plain data types and the protocols that plugins implement.
+"""Plain data types: rows, dumps, pairs, requests and plans (the bottom layer).
 
-Everything here is framework-agnostic and cheap to import.
+Everything here is framework-agnostic, cheap to import and picklable; nothing here knows
+the plugin manager. The protocols that plugins implement are in :mod:`probe.interfaces`.
 """
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
-
-if TYPE_CHECKING:  # pragma: no cover
-    import numpy as np
-
-    from probe.plugins import Host
-    from probe.result import CompareResult, RowResult
+from typing import Any
 
 # Verdicts, ordered: a rule may raise a row's verdict, never lower it.
 PASS, WARNING, ERROR = "pass", "warning", "error"
@@ -98,6 +92,12 @@ class Row:
         return f"Row({self.name!r}, {self.dtype}, {self.shape})"
 
 
+class RowList(list):
+    """A list of rows that also remembers whether any tensor leaf carried an ``md5``."""
+
+    has_md5 = False
+
+
 @dataclass
 class FlatDump:
     """A dump after flattening: header, rows in output order, stack info per entry."""
@@ -119,64 +119,18 @@ class Pair:
     fuzzy: bool = False
 
 
-# --------------------------------------------------------------------------------------
-# plugin protocols
-# --------------------------------------------------------------------------------------
+@dataclass
+class Pairing:
+    """What a pairer returns: pairs in target order and the golden rows nothing matched.
 
-
-@runtime_checkable
-class DumpReader(Protocol):
-    """Recognises dump files of one format and yields their entries."""
-
-    name: str
-
-    def sniff(self, path: Path) -> bool:
-        """Cheap check (name, first bytes) whether ``path`` is a dump this reader reads."""
-
-    def read(self, path: Path) -> tuple[DumpInfo, Iterator[tuple[str, Any]]]:
-        """Return the dump's header and its ``(entry name, entry body)`` pairs in file order.
-
-        Raise :class:`probe.errors.InputError` naming the file when it is not a usable dump.
-        """
-
-
-TensorLoader = Callable[[Path], "np.ndarray"]
-"""Loads one tensor file into a numpy array (bfloat16/float8 converted to float32)."""
-
-
-@runtime_checkable
-class NameNormalizer(Protocol):
-    """Rewrites row matching keys of one side before matching.
-
-    A normalizer may also have an ``option`` attribute: the ``dest`` name of the compare
-    option that switches it on (e.g. ``"api_mapping"`` for ``-am``); without one (or
-    ``None``) it runs whenever ``applies`` is true. ``also_with`` (a tuple of dest names)
-    lists other options that switch it on too (the API table runs with ``-lm`` as well).
+    A target row without a golden counterpart is a :class:`Pair` whose ``golden`` is
+    ``None``; ``golden_only`` counts the golden rows no target row met (``golden_rows``
+    names them when the pairer kept them).
     """
 
-    name: str
-
-    def applies(self, target_framework: str, golden_framework: str) -> bool:
-        """Whether this normalizer runs for the given framework pair."""
-
-    def normalize(self, key: str, side: str) -> str:
-        """Return the canonical key for ``key`` of ``side`` (``"target"`` or ``"golden"``)."""
-
-
-@runtime_checkable
-class Mapper(Protocol):
-    """api / cell / layer / data mapping, enabled by a compare option.
-
-    ``build`` is called once per job; it returns ``None`` when the mapper is not active, or
-    a :class:`KeyMap` that rewrites target keys. Mappers are applied in ``priority`` order
-    (lower first); the first active one that ``exclusive``-ly owns the target key wins.
-    """
-
-    name: str
-    priority: int
-
-    def build(self, ctx: MatchContext) -> KeyMap | None:
-        """Prepare the mapping for one job (read files, build tables)."""
+    pairs: list[Pair]
+    golden_only: int = 0
+    golden_rows: list[Row] | None = None
 
 
 @dataclass
@@ -197,100 +151,93 @@ class KeyMap:
 
 @dataclass
 class MatchContext:
-    """Everything a mapper may look at when it is built for one job."""
+    """Everything a mapper or pairer may look at for one pair of dumps.
+
+    ``normalizers`` are the registered name normalizers (all of them, whether or not they
+    apply), so a mapper can look for the tables of its framework pair.
+    """
 
     target: FlatDump
     golden: FlatDump
     options: dict[str, Any]
-    host: Host | None = None
-
-
-@runtime_checkable
-class MetricMode(Protocol):
-    """A way of comparing matched rows: columns, computation, Result rules."""
-
-    name: str
-
-    def accepts(self, target: FlatDump, golden: FlatDump) -> bool:
-        """Whether this mode is the natural one for these dumps (auto detection)."""
-
-    def columns(self, with_stack: bool, extra_metrics: Sequence[str]) -> list[str]:
-        """The full, ordered column list of the report."""
-
-    def compute(self, pairs: Sequence[Pair], ctx: ModeContext) -> list[RowResult]:
-        """Compute metrics for every pair, in order; one :class:`RowResult` each."""
-
-    def judge(self, group: list[RowResult]) -> None:
-        """Apply the Result rules to the rows of one entry, in place."""
-
-    def render(self, row: RowResult, with_stack: bool) -> list[Any]:
-        """Display values of one row, aligned with :meth:`columns`."""
+    normalizers: Sequence[Any] = ()
 
 
 @dataclass
 class ModeContext:
-    """Per-job context handed to ``MetricMode.compute``."""
+    """Per-pair context handed to ``MetricMode.compute``.
+
+    ``tensor_loaders`` maps a file suffix (``".pt"``) to its loader; ``parallel`` runs
+    independent pieces of work (see :func:`probe.runtime.parallel_map`) and is set by the
+    pipeline; modes never start processes themselves.
+    """
 
     target: FlatDump
     golden: FlatDump
     options: dict[str, Any]
-    host: Host | None = None
+    tensor_loaders: Mapping[str, Any] = field(default_factory=dict)
     progress: Callable[[int], None] | None = None
     jobs: int = 1
-    extra_metrics: Sequence[TensorMetric] = ()
-
-
-@runtime_checkable
-class TensorMetric(Protocol):
-    """An extra tensor-mode column (msProbe's custom algorithms)."""
-
-    column: str
-
-    def __call__(self, target: np.ndarray, golden: np.ndarray) -> float | str:
-        """Return the metric for one pair of arrays of equal shape."""
-
-
-@runtime_checkable
-class Exporter(Protocol):
-    """Writes a finished comparison in one format."""
-
-    name: str
-    suffix: str
-
-    def write(self, result: CompareResult, path: Path) -> list[Path]:
-        """Write ``result`` to ``path`` (or parts derived from it) atomically; return the files."""
-
-
-@runtime_checkable
-class Analyzer(Protocol):
-    """Looks at finished results of a compare and reports what they mean.
-
-    An analyzer may also define ``digest(request, result) -> object``: it is then called
-    where the job ran (a worker process or a cluster node) right after the result is
-    computed, and ``analyze`` receives the list of digests instead of the results, so
-    whole results never travel between processes. The digest must be picklable and small.
-    """
-
-    name: str
-
-    def enabled(self, request: Any) -> bool:
-        """Whether this analyzer runs for the given :class:`probe.jobs.CompareRequest`."""
-
-    def analyze(self, request: Any, results: list[Any]) -> list[Path]:
-        """Analyse the results (or digests) of all jobs; return the files written."""
+    extra_metrics: Sequence[Any] = ()
 
 
 @dataclass
-class Command:
-    """A ``probe`` sub-command."""
+class CompareRequest:
+    """Everything ``probe compare`` was asked to do, as plain data.
 
-    name: str
-    help: str
-    add_arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace, Host], int]
-    aliases: tuple[str, ...] = ()
-    description: str | None = None
-    epilog: str | None = None
+    ``options`` holds every compare option by its ``dest`` name, including those added by
+    plugins through ``probe_add_compare_options`` (e.g. ``fuzzy_match``, ``data_mapping``,
+    ``rank``, ``step``).
+    """
+
+    target: Path
+    golden: Path
+    output_dir: Path | None = None
+    framework: str | None = None
+    formats: tuple[str, ...] = ("csv",)
+    jobs: int = 1
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def option(self, name: str, default: Any = None) -> Any:
+        """An option value, or ``default`` when it was not given."""
+        value = self.options.get(name)
+        return default if value is None else value
+
+
+@dataclass(frozen=True)
+class PairPlan:
+    """One pair of sources to compare, as data: what ``probe_plan_compare`` returns.
+
+    The pipeline runs every plan the same way: read (``reader`` / ``golden_reader``, or the
+    first registered reader whose ``sniff`` accepts the source) -> normalize -> pair
+    (``pairers``, or the default chosen by the options) -> measure (``mode``, or the first
+    mode that ``accepts`` the dumps) -> judge -> diagnose -> export (``output_stem`` in
+    ``output_subdir``). Plans are small and picklable: they travel to worker processes.
+    """
+
+    label: str
+    """Short name shown in progress bars and logs (``rank0``, ``step1/rank3``, ``dump.json``)."""
+    target: Path
+    golden: Path
+    output_stem: str = "compare_result"
+    """File name without timestamp and suffix, e.g. ``compare_result_rank0``."""
+    output_subdir: str = ""
+    """Sub-folder of the output dir for this pair's files (``""`` for none)."""
+    rank: int | None = None
+    step: int | None = None
+    reader: str | None = None
+    golden_reader: str | None = None
+    """Reader of the golden side when it differs from ``reader`` (``None``: same rule as the target)."""
+    pairers: tuple[str, ...] = ()
+    """Pairers to apply in order (``()``: the default, ``exact`` or ``fuzzy`` by the options)."""
+    mode: str | None = None
+    """Metric mode name (``None``: ``--metric-mode``, else the first mode that accepts the dumps)."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Options that override the request's for this pair only."""
+
+    @property
+    def golden_reader_name(self) -> str | None:
+        return self.golden_reader if self.golden_reader is not None else self.reader
 
 
 @dataclass

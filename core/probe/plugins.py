@@ -26,6 +26,7 @@ import pluggy
 from probe import hookspecs
 from probe.errors import PluginError
 from probe.registry import Registry
+from probe.version import __version__
 
 ENTRY_POINT_GROUP = "probe"
 
@@ -72,8 +73,6 @@ def get_plugin_manager(
     for name in blocked_names:
         pm.set_blocked(name)
     infos: list[PluginInfo] = []
-    from probe import __version__
-
     for module_name in BUILTIN_PLUGINS:
         short = module_name.rsplit(".", 1)[-1]
         if short in blocked_names or module_name in blocked_names:
@@ -170,6 +169,11 @@ class Host:
         return self._collect("mapper", "probe_register_mappers")
 
     @cached_property
+    def pairers(self) -> Registry[Any]:
+        """Pairers (exact, fuzzy, and plugins')."""
+        return self._collect("pairer", "probe_register_pairers")
+
+    @cached_property
     def modes(self) -> Registry[Any]:
         """Metric modes."""
         return self._collect("metric mode", "probe_register_modes")
@@ -199,7 +203,7 @@ class Host:
         self.pm.hook.probe_add_compare_options(parser=parser)
 
     def plan_compare(self, request: Any) -> list[Any]:
-        """Ask plugins (then the built-in planner) how to split a compare into jobs."""
+        """Ask plugins (then the built-in planner) how to split a compare into :class:`PairPlan` s."""
         return self.pm.hook.probe_plan_compare(request=request)
 
     def detect_framework(self, path: str) -> str | None:

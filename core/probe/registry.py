@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from probe.errors import PluginError
+from probe.errors import InputError, PluginError
 
 T = TypeVar("T")
 
@@ -47,8 +47,6 @@ class Registry(Generic[T]):
         """Return the object registered as ``name`` or raise a one-line error listing valid names."""
         item = self._items.get(name.lower())
         if item is None:
-            from probe.errors import InputError
-
             raise InputError(f"unknown {self.kind} {name!r}; choose one of: {', '.join(self.names())}")
         return item.value
 
@@ -64,6 +62,10 @@ class Registry(Generic[T]):
     def values(self) -> list[T]:
         """Registered objects, in registration order."""
         return [item.value for item in self._items.values()]
+
+    def as_dict(self) -> dict[str, T]:
+        """``{lower-case name: object}``, a plain dict that pickles when the objects do."""
+        return {key: item.value for key, item in self._items.items()}
 
     def entries(self) -> Iterator[Registered[T]]:
         """Registered items with the plugin that added each."""

@@ -200,18 +200,74 @@ class CompareResult:
 
 
 @dataclass
+class JobOutcome:
+    """What running one plan sends back: its summary, files, problems and (optionally) the result."""
+
+    label: str
+    summary: Summary
+    problems: list[str] = field(default_factory=list)
+    result: CompareResult | None = None
+    error: str | None = None
+    exit_code: int = 0
+    digests: dict[str, Any] = field(default_factory=dict)
+    """Per-analyzer summaries made where the plan ran (see :class:`probe.interfaces.Analyzer`)."""
+
+
+@dataclass
+class Analysis:
+    """What one analyzer found over all plans of a compare.
+
+    ``data`` is the analyzer's own structured answer (e.g. the first diverging node per
+    step); ``shown`` is what a console prints, in order (text with rich markup or rich
+    renderables): the analyzer never prints, the console renders it.
+    """
+
+    name: str
+    files: list[Path] = field(default_factory=list)
+    shown: list[Any] = field(default_factory=list)
+    data: Any = None
+
+
+@dataclass
 class CompareRun:
-    """All results of one ``probe.compare`` call (one per job) and the files written."""
+    """Everything one compare produced: per-plan results and outcomes, the analyses, the files.
+
+    ``probe.compare`` returns it and ``probe compare`` renders it; both run the same stages
+    and analyzers. ``results`` holds the results that were kept (all of them from Python).
+    """
 
     results: list[CompareResult]
+    outcomes: list[JobOutcome] = field(default_factory=list)
+    analyses: list[Analysis] = field(default_factory=list)
 
     @property
     def files(self) -> list[Path]:
+        """Report files of every plan."""
+        if self.outcomes:
+            return [f for o in self.outcomes for f in o.summary.files]
         return [f for r in self.results for f in r.files]
 
+    @property
+    def errors(self) -> list[JobOutcome]:
+        """Outcomes of plans that failed (bad input)."""
+        return [o for o in self.outcomes if o.error]
+
+    @property
+    def problems(self) -> list[str]:
+        """Input problems met by every plan (unreadable tensor files...)."""
+        return [p for o in self.outcomes for p in o.problems]
+
+    def analysis(self, name: str) -> Analysis | None:
+        """The analysis of the analyzer called ``name`` (``None`` when it did not run)."""
+        return next((a for a in self.analyses if a.name == name), None)
+
     def summary(self) -> Summary:
-        """Counts over every job."""
+        """Counts over every plan."""
         total = Summary()
+        if self.outcomes:
+            for outcome in self.outcomes:
+                total.add(outcome.summary)
+            return total
         for result in self.results:
             total.add(result.summary())
         return total

@@ -5,13 +5,11 @@ Registered by :mod:`probe.builtin.analysis`; they run after every job of a compa
 
 from __future__ import annotations
 
-import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
@@ -25,7 +23,7 @@ from probe.diagnosis.analyzer import diagnosis_of
 from probe.diagnosis.facts import step_of
 from probe.diagnosis.oneanswer import advisor_lines, diff_analyze_nodes
 from probe.io import atomic_write, prepare_output_dir, timestamp, unique_path
-from probe.result import CompareResult
+from probe.result import Analysis, CompareResult
 
 
 @dataclass
@@ -54,8 +52,15 @@ def _digests_by_step(digests: list[Digest | None]) -> dict[str, list[Digest]]:
     return dict(groups)
 
 
-def _out() -> Console:
-    return Console(file=sys.stdout, highlight=False, soft_wrap=True)
+class _Shown(list):
+    """What an analysis shows, collected in order for the console to render (never printed here)."""
+
+    def print(self, item: Any) -> None:
+        self.append(item)
+
+
+def _out() -> _Shown:
+    return _Shown()
 
 
 def _by_step(results: list[CompareResult]) -> dict[str, list[CompareResult]]:
@@ -82,9 +87,10 @@ class DiffAnalyzer:
     def enabled(self, request: Any) -> bool:
         return bool(request.options.get("diff_analyze"))
 
-    def analyze(self, request: Any, results: list[CompareResult]) -> list[Path]:
+    def analyze(self, request: Any, results: list[CompareResult]) -> Analysis:
         written: list[Path] = []
         out = _out()
+        data: dict[str, Any] = {}
         for subdir, group in _by_step(results).items():
             directory = _directory(request, subdir)
             stamp = timestamp()
@@ -100,6 +106,7 @@ class DiffAnalyzer:
             if diagnosis is not None:  # one answer: the diagnosis's suspects, in msProbe's file format
                 step = step_of(group[0].target.path if group[0].target is not None else None)
                 found = FirstDiff("ranked by the diagnosis", diff_analyze_nodes(diagnosis, step, by_rank))
+            data[subdir] = found
             where = f" ({subdir})" if subdir else ""
             if not found.found:
                 out.print(f"diff analyze{where}: no diverging node found")
@@ -125,7 +132,7 @@ class DiffAnalyzer:
                                        f"counterpart (first: {earlier[0]})", style="yellow"))
         for path in written:
             out.print(f"diff analyze: {path}")
-        return written
+        return Analysis(self.name, written, out, data)
 
 
 class AdvisorAnalyzer:
@@ -140,11 +147,12 @@ class AdvisorAnalyzer:
         """The advice for one rank, made where the rank was compared."""
         return _digest(result, advise(result)) if analysable(result) else None
 
-    def analyze(self, request: Any, digests: list[Digest | None]) -> list[Path]:
+    def analyze(self, request: Any, digests: list[Digest | None]) -> Analysis:
         written: list[Path] = []
         out = _out()
+        data: dict[str, Any] = {}
         for subdir, group in _digests_by_step(digests).items():
-            advices = [d.payload for d in group]
+            advices = data[subdir] = [d.payload for d in group]
             diagnosis = diagnosis_of(request)
             directory = _directory(request, subdir)
 
@@ -177,10 +185,10 @@ class AdvisorAnalyzer:
             if len(failing) > 1:
                 body.append(f"\n{len(failing) - 1} more rank(s) fail as well; see the advisor file", style="dim")
             red = first.failing or suspected
-            Console(file=sys.stdout, highlight=False).print(Panel(body, title=title, title_align="left", border_style="red" if red else "yellow"))
+            out.print(Panel(body, title=title, title_align="left", border_style="red" if red else "yellow"))
         for path in written:
             out.print(f"advisor: {path}")
-        return written
+        return Analysis(self.name, written, out, data)
 
 
 class CollectiveAnalyzer:
@@ -198,8 +206,9 @@ class CollectiveAnalyzer:
         nodes = build_nodes(result, keep=lambda entry: is_comm_entry(entry) and shares_output(api_of(entry)))
         return _digest(result, nodes)
 
-    def analyze(self, request: Any, digests: list[Digest | None]) -> list[Path]:
+    def analyze(self, request: Any, digests: list[Digest | None]) -> Analysis:
         out = _out()
+        data: dict[str, Any] = {}
         for subdir, group in _digests_by_step(digests).items():
             if len(group) < 2:
                 continue
@@ -208,6 +217,7 @@ class CollectiveAnalyzer:
                 rank = digest.rank if digest.rank is not None else position
                 by_rank[rank] = digest.payload
             checked, problems = check_collectives(by_rank, md5=group[0].md5)
+            data[subdir] = problems
             if not checked:
                 continue
             where = f" ({subdir})" if subdir else ""
@@ -221,4 +231,4 @@ class CollectiveAnalyzer:
                 f"rank {ranks} differs in {first.row}"
                 + (f"; {len(problems) - 1} more op(s) disagree" if len(problems) > 1 else "")
             )
-        return []
+        return Analysis(self.name, [], out, data)

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from probe.errors import InputError
 from probe.cells import safe_row
+from probe.errors import InputError
 from probe.io import atomic_path, prepare_output_dir, timestamp, unique_path
-from probe.jsonio import csv_rows, read_json
+from probe.jsonio import csv_rows, read_json, read_yaml
 
 log = logging.getLogger("probe")
 
@@ -48,8 +48,6 @@ class MergeConfig:
 
 def load_config(path: Path) -> MergeConfig:
     """Read and check the YAML config; one-line :class:`InputError` on any problem."""
-    from probe.jsonio import read_yaml
-
     doc = read_yaml(path)
     if not isinstance(doc, dict):
         raise InputError("must be a mapping with 'api' (a list) and optional 'compare_index' (a list)", path)

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
 
+from probe.formats.msprobe.dtypes import PROCESS_GROUP
+from probe.formats.msprobe.names import COMM_PREFIXES, IGNORED_OPS, IGNORED_OUTPUTS
 from probe.model import NA
 from probe.modes.common import is_nan_or_inf
 from probe.modes.statistics import StatisticsMode, stat_difference
@@ -26,13 +28,6 @@ DIFF_COLUMNS = ("Max diff", "Min diff", "Mean diff", "L2norm diff")
 DA_THRESHOLD = 0.5
 """A relative error above this (as a fraction) makes an output differ for ``-da`` (msProbe's value)."""
 
-IGNORED_OUTPUTS = {"npu_fusion_attention": frozenset({4, 5})}
-"""Output indices that never count for ``-da``, per API (random seeds / offsets)."""
-
-IGNORED_OPS = ("Torch.empty", "Torch.fill", "Tensor.__setitem__")
-"""Entries whose contents are not data flow (uninitialised buffers, fills)."""
-
-COMM_PREFIXES = ("Distributed.", "MintDistributed.", "Communication.")
 COMM_KEYWORDS = (
     "send", "recv", "broadcast", "all_reduce", "reduce", "all_gather", "gather", "scatter",
     "all_to_all", "send_object_list", "recv_object_list",
@@ -243,7 +238,7 @@ def _peer_values(records: Iterable[RowResult]) -> dict[str, Any]:
         if t.state != "input":
             continue
         last = t.name.rsplit(".", 1)[-1]
-        if t.dtype == "torch.ProcessGroup" or last == "group":
+        if t.dtype == PROCESS_GROUP or last == "group":
             ranks = _parse_ranks(t.stats[0])
             if ranks is not None:
                 facts["group"] = ranks

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from probe.hookspecs import hookimpl
-from probe.model import Command
+from probe.interfaces import Command
 
 
 # --------------------------------------------------------------------------------------

@@ -10,12 +10,16 @@ from typing import Any
 
 from probe.errors import InputError
 from probe.hookspecs import hookimpl
-from probe.model import Command
+from probe.interfaces import Command
+from probe.jsonio import read_json
+from probe.model import CompareRequest
+from probe.regression.cli import add_target_arguments, is_nway
 
 COMPARE_EPILOG = """examples:
   probe compare -tp target/step0/rank0/dump.json -gp golden/step0/rank0/dump.json -o out
   probe compare -tp target/step0 -gp golden/step0 -o out --xlsx          # every rank
   probe compare -tp target -gp golden -o out --format csv,json --jobs 4  # every step and rank
+  probe compare -tp target -gp golden -o out --rank 0,3 --step 1         # some ranks of one step
   probe compare -tp t/dump.json -gp g/dump.json -fm -hl                  # fuzzy match, highlight
   probe compare -tp t/dump.json -gp g/dump.json -dm mapping.yaml --fail-on error
   probe compare -i compare.json -o out                                   # msProbe's input file
@@ -31,8 +35,6 @@ counts them as "not compared" and --fail-on exits 1 for them, printing why.
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``probe compare``, spelled as msProbe spells them."""
     io = parser.add_argument_group("inputs and outputs")
-    from probe.regression.cli import add_target_arguments
-
     add_target_arguments(io, "target (NPU) dump: dump.json/debug.json, a step dir with rank*/ or a dump root with step*/")
     io.add_argument("-gp", "--golden_path", dest="golden_path", metavar="GOLDEN",
                     help="golden (bench) dump of the same kind as the target")
@@ -48,6 +50,10 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
                     help="parallel processes for ranks and tensor loading (default: CPU count)")
     io.add_argument("--executor", choices=("process", "dask"), default=None,
                     help="where rank jobs run: local processes (default) or a dask cluster (pip install 'probe[dask]')")
+    io.add_argument("--rank", dest="rank", default=None, metavar="N[,N]",
+                    help="ranks to compare, comma separated (default: every rank found on both sides)")
+    io.add_argument("--step", dest="step", default=None, metavar="N[,N]",
+                    help="steps to compare, comma separated (default: every step found on both sides)")
     io.add_argument("--scheduler", metavar="ADDRESS", default=None,
                     help="dask scheduler address for --executor dask (default: $DASK_SCHEDULER_ADDRESS, "
                          "else a local cluster of -j workers); -o must be on storage every worker sees")
@@ -55,8 +61,6 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     match.add_argument("-fm", "--fuzzy_match", action="store_true", default=None,
                        help="match rows ignoring call indices")
     match.add_argument("-dm", "--data_mapping", metavar="FILE", help="YAML of target row name: golden row name")
-    match.add_argument("-cm", "--cell_mapping", nargs="?", const=True, metavar="FILE",
-                       help="map Cell to Module, and module path/class fragments from a YAML file")
     report = parser.add_argument_group("report")
     report.add_argument("-hl", "--highlight", action="store_true", default=None,
                         help="mark suspicious rows red/yellow by msProbe's documented highlight rules, the reason "
@@ -125,9 +129,6 @@ def default_output_dir(framework: str) -> str:
 
 def request_from_args(args: argparse.Namespace, host: Any) -> Any:
     """Build a :class:`CompareRequest` from parsed arguments (incl. ``-i compare.json``)."""
-    from probe.jobs import CompareRequest
-    from probe.jsonio import read_json
-
     options = {k: v for k, v in vars(args).items() if k not in _CORE_KEYS}
     target, golden = args.target_path, args.golden_path
     if args.input_path:
@@ -165,10 +166,11 @@ def request_from_args(args: argparse.Namespace, host: Any) -> Any:
 def run_compare_command(args: argparse.Namespace, host: Any) -> int:
     """``probe compare``: plan, run with progress, print the summary; returns the exit code."""
     from probe.console import run_with_console
-    from probe.regression.cli import is_nway, run_nway_command
 
     if is_nway(args):
-        return run_nway_command(args, host)
+        from probe.regression.console import run_nway_command
+
+        return run_nway_command(args, host, request_from_args(args, host))
     request = request_from_args(args, host)
     return run_with_console(request, host, fail_on=args.fail_on)
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from probe.errors import InputError
+from probe.diagnosis import diagnose
+from probe.errors import InputError, ProbeError
 from probe.hookspecs import hookimpl
-from probe.model import Command
+from probe.interfaces import Command
+from probe.io import prepare_output_dir
+from probe.regression.cli import add_target_arguments, is_nway
 
 GRAPH_EPILOG = """examples:
   probe graph -tp target/step0/rank0 -o out                         # build one graph
@@ -32,8 +35,6 @@ the "error along the network" chart above the graphs, with the suspects of --dia
 
 def add_graph_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``probe graph_visualize`` (msProbe's spelling)."""
-    from probe.regression.cli import add_target_arguments
-
     add_target_arguments(parser, "target (NPU) dump directory: one rank, a step dir of rank*/, or a root of step*/",
                          required=True)
     parser.add_argument("-gp", "--golden_path", metavar="GOLDEN", help="golden (bench) dump: switches build to compare")
@@ -100,7 +101,6 @@ def merge_options(args: argparse.Namespace) -> list:
 def run_graph_command(args: argparse.Namespace, host) -> int:
     """Run ``graph_visualize``."""
     from probe.graph.service import GraphOptions, run_graph
-    from probe.io import prepare_output_dir
 
     mapping = args.layer_mapping
     if mapping not in (None, True) and not Path(mapping).is_file():
@@ -127,9 +127,9 @@ def run_graph_command(args: argparse.Namespace, host) -> int:
     diagnosis_file = Path(args.diagnosis) if args.diagnosis else None
     if diagnosis_file is not None and not diagnosis_file.is_file():
         raise InputError("diagnosis file does not exist", diagnosis_file)
-    from probe.regression.cli import is_nway, run_nway_graph_command
-
     if is_nway(args):
+        from probe.regression.console import run_nway_graph_command
+
         return run_nway_graph_command(args, options)
     run = run_graph(options, host)
     if args.html and run.db is not None:
@@ -151,9 +151,6 @@ def _diagnose_for_page(args: argparse.Namespace, host):
     diagnosed: the page then charts the graph's own metrics)."""
     if not args.golden_path:
         return None
-    from probe.diagnosis import diagnose
-    from probe.errors import ProbeError
-
     options = {"fuzzy_match": True} if args.fuzzy_match else {}
     if args.layer_mapping:
         options["layer_mapping"] = args.layer_mapping

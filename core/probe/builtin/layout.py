@@ -8,7 +8,7 @@ from pathlib import Path
 
 from probe.errors import InputError
 from probe.hookspecs import hookimpl
-from probe.jobs import CompareRequest, DumpPairJob
+from probe.model import CompareRequest, PairPlan
 
 log = logging.getLogger("probe")
 
@@ -45,7 +45,7 @@ def _rank_sort_key(name: str) -> tuple[int, int]:
     return (0, -1) if not digits else (1, int(digits))
 
 
-def plan_step(target: Path, golden: Path, subdir: str = "") -> list[DumpPairJob]:
+def plan_step(target: Path, golden: Path, subdir: str = "") -> list[PairPlan]:
     """Jobs for one step dir pair: ranks paired by id, a lone proc dir paired with its peer."""
     t_ranks, g_ranks = _rank_dirs(target), _rank_dirs(golden)
     if not t_ranks:
@@ -88,13 +88,14 @@ def plan_step(target: Path, golden: Path, subdir: str = "") -> list[DumpPairJob]
             raise InputError("has no dump.json or debug.json", g_dir)
         digits = name[4:] if name.startswith("rank") else ""
         jobs.append(
-            DumpPairJob(
+            PairPlan(
                 label=f"{label_prefix}{name}",
-                target_file=t_file,
-                golden_file=g_file,
+                target=t_file,
+                golden=g_file,
                 output_stem=_stem_for(t_file, f"_{name}"),
                 output_subdir=subdir,
                 rank=int(digits) if digits else None,
+                step=int(subdir[4:]) if STEP_DIR.match(subdir) else None,
             )
         )
     return jobs
@@ -116,8 +117,8 @@ def parse_number_list(value: object, option: str) -> set[int] | None:
     return numbers or None
 
 
-def select_jobs(jobs: list[DumpPairJob], request: CompareRequest) -> list[DumpPairJob]:
-    """Keep the jobs of the ranks / steps asked for with ``--rank`` / ``--step`` (when a plugin adds them)."""
+def select_jobs(jobs: list[PairPlan], request: CompareRequest) -> list[PairPlan]:
+    """Keep the plans of the ranks / steps asked for with ``--rank`` / ``--step``."""
     ranks = parse_number_list(request.options.get("rank"), "rank")
     steps = parse_number_list(request.options.get("step"), "step")
     if ranks is None and steps is None:
@@ -126,8 +127,7 @@ def select_jobs(jobs: list[DumpPairJob], request: CompareRequest) -> list[DumpPa
     for job in jobs:
         if ranks is not None and job.rank not in ranks:
             continue
-        step_dir = job.output_subdir.rsplit("/", 1)[-1]
-        if steps is not None and STEP_DIR.match(step_dir) and int(step_dir[4:]) not in steps:
+        if steps is not None and job.step is not None and job.step not in steps:
             continue
         kept.append(job)
     if not kept:
@@ -135,7 +135,7 @@ def select_jobs(jobs: list[DumpPairJob], request: CompareRequest) -> list[DumpPa
     return kept
 
 
-def _nothing_selected(jobs: list[DumpPairJob], ranks: set[int] | None, steps: set[int] | None) -> str:
+def _nothing_selected(jobs: list[PairPlan], ranks: set[int] | None, steps: set[int] | None) -> str:
     """The one-line error for a --rank/--step filter that keeps nothing: what was asked, what was found."""
     asked = " ".join(f"--{name} {','.join(map(str, sorted(values)))}"
                      for name, values in (("rank", ranks), ("step", steps)) if values is not None)
@@ -148,7 +148,7 @@ def _nothing_selected(jobs: list[DumpPairJob], ranks: set[int] | None, steps: se
     return f"no rank/step of this dump matches {asked}: found {shown}{hint}"
 
 
-def plan_default(request: CompareRequest) -> list[DumpPairJob]:
+def plan_default(request: CompareRequest) -> list[PairPlan]:
     """Plan jobs for the layouts msProbe users know; one-line errors otherwise."""
     target, golden = request.target, request.golden
     for path in (target, golden):
@@ -160,11 +160,11 @@ def plan_default(request: CompareRequest) -> list[DumpPairJob]:
         kinds = {p.name.endswith("debug.json") for p in (target, golden)}
         if len(kinds) != 1:
             raise InputError(f"target and golden must both be dump.json or both debug.json (golden: {golden})", target)
-        return [DumpPairJob(target.name, target, golden, _stem_for(target))]
+        return [PairPlan(target.name, target, golden, _stem_for(target))]
     # a directory that holds the dump file itself
     t_file, g_file = _dump_file_in(target), _dump_file_in(golden)
     if t_file and g_file:
-        return [DumpPairJob(target.name, t_file, g_file, _stem_for(t_file))]
+        return [PairPlan(target.name, t_file, g_file, _stem_for(t_file))]
     # a multi-step root: step*/rank*/
     t_steps = {p.name: p for p in target.iterdir() if p.is_dir() and STEP_DIR.match(p.name)}
     if t_steps:
@@ -175,7 +175,7 @@ def plan_default(request: CompareRequest) -> list[DumpPairJob]:
         missing = sorted(set(t_steps) ^ set(g_steps))
         if missing:
             log.warning("steps on one side only, not compared: %s", ", ".join(missing))
-        jobs: list[DumpPairJob] = []
+        jobs: list[PairPlan] = []
         for step in common:
             jobs.extend(plan_step(t_steps[step], g_steps[step], subdir=step))
         return jobs
@@ -183,5 +183,5 @@ def plan_default(request: CompareRequest) -> list[DumpPairJob]:
 
 
 @hookimpl(trylast=True)
-def probe_plan_compare(request: CompareRequest) -> list[DumpPairJob]:
+def probe_plan_compare(request: CompareRequest) -> list[PairPlan]:
     return select_jobs(plan_default(request), request)

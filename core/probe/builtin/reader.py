@@ -1,84 +1,18 @@
-"""The msProbe JSON dump reader (``dump.json`` / ``debug.json``) and framework detection."""
+"""Registers the msProbe JSON dump reader and its framework detection (:mod:`probe.formats.msprobe`)."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
-
-from probe.errors import InputError
+from probe.formats.msprobe.reader import MsprobeJsonReader, detect_framework
 from probe.hookspecs import hookimpl
-from probe.jsonio import open_regular, read_json_member
-from probe.model import DumpInfo
-
-KNOWN_TASKS = ("statistics", "tensor", "structure")
-_FRAMEWORK_RE = re.compile(rb'"framework"\s*:\s*"([A-Za-z_]+)"')
-
-
-class MsprobeJsonReader:
-    """Reads dumps written by msProbe's PyTorch and MindSpore dumpers."""
-
-    name = "msprobe-json"
-
-    def sniff(self, path: Path) -> bool:
-        return path.name.endswith(("dump.json", "debug.json"))
-
-    def read(self, path: Path) -> tuple[DumpInfo, Iterator[tuple[str, Any]]]:
-        doc, entries = read_json_member(path, "data")
-        if not isinstance(doc, dict):
-            raise InputError("is not an msProbe dump (top level is not an object)", path)
-        if "data" not in doc:
-            raise InputError("is not an msProbe dump (no 'data' key)", path)
-        data = doc["data"]
-        if not isinstance(data, dict):
-            raise InputError("is not an msProbe dump ('data' is not an object)", path)
-        task = doc.get("task")
-        if not task:
-            raise InputError("has no 'task' (expected statistics, tensor or structure)", path)
-        if task not in KNOWN_TASKS:
-            raise InputError(f"has task {task!r}; compare supports tensor and statistics dumps", path)
-        framework = doc.get("framework")
-        kind = "debug" if path.name.endswith("debug.json") or doc.get("level") == "debug" else "dump"
-        info = DumpInfo(
-            path=path,
-            framework=str(framework or "pytorch"),
-            task=str(task),
-            level=str(doc.get("level") or ""),
-            kind=kind,
-            reader=self.name,
-            framework_declared=bool(framework),
-        )
-        return info, entries if entries is not None else _consume(data)
-
-
-def _consume(data: dict[str, Any]) -> Iterator[tuple[str, Any]]:
-    """Yield the entries in file order, dropping each from the parsed tree once taken,
-    so the tree shrinks while rows are built instead of living until the end."""
-    for name in list(data):
-        yield name, data.pop(name)
+from probe.registry import Registry
 
 
 @hookimpl(trylast=True)
-def probe_register_readers(register) -> None:
+def probe_register_readers(register: Registry) -> None:
     register.add(MsprobeJsonReader.name, MsprobeJsonReader())
 
 
 @hookimpl(trylast=True)
 def probe_detect_framework(path: str) -> str | None:
     """Read the ``framework`` key near the top of a dump.json (or the rank dirs below ``path``)."""
-    candidates = [Path(path)]
-    root = Path(path)
-    if root.is_dir():
-        candidates = sorted(root.glob("*.json")) + sorted(root.glob("*/*.json")) + sorted(root.glob("*/*/*.json"))
-        candidates = [c for c in candidates if c.name.endswith(("dump.json", "debug.json"))]
-    for candidate in candidates[:4]:
-        try:
-            with open(open_regular(candidate), "rb") as handle:  # never a FIFO or a device
-                head = handle.read(1 << 16)
-        except (OSError, InputError):
-            continue
-        match = _FRAMEWORK_RE.search(head)
-        if match:
-            return match.group(1).decode()
-    return None
+    return detect_framework(path)

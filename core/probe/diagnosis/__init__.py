@@ -11,7 +11,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from probe.diagnosis.analyzer import DiagnosisAnalyzer
 from probe.diagnosis.report import DIVERGENT, IDENTICAL, NOISE, Diagnosis, Suspect
+from probe.errors import InputError, ProbeError
+from probe.model import CompareRequest
+from probe.pipeline import run_compare
 
 __all__ = ["DIVERGENT", "IDENTICAL", "NOISE", "Diagnosis", "Suspect", "diagnose"]
 
@@ -26,25 +30,17 @@ def diagnose(target: str | os.PathLike, golden: str | os.PathLike, output: str |
     names (``fuzzy_match=True``, ``data_mapping="map.yaml"``...). Raises
     :class:`probe.errors.ProbeError` subclasses on bad input.
     """
-    from probe.diagnosis.analyzer import DiagnosisAnalyzer
-    from probe.errors import InputError, ProbeError
-    from probe.jobs import CompareRequest
-    from probe.pipeline import run_compare
-
     request = CompareRequest(
         target=Path(target), golden=Path(golden), output_dir=Path(output) if output is not None else None,
         framework=framework, formats=tuple(formats), jobs=jobs,
         options={**options, "compare_only": True, "diff_analyze": False, "quiet_diagnosis": True},
     )
-    outcomes, _ = run_compare(request, host=host, keep=False)
-    errors = [o for o in outcomes if o.error]
-    if errors and len(errors) == len(outcomes):
-        exc = ProbeError(errors[0].error)
-        exc.exit_code = errors[0].exit_code
+    run = run_compare(request, host=host, keep=False)
+    if run.errors and len(run.errors) == len(run.outcomes):
+        exc = ProbeError(run.errors[0].error)
+        exc.exit_code = run.errors[0].exit_code
         raise exc
-    analyzer = DiagnosisAnalyzer()
-    digests = [o.digests.get(analyzer.name) for o in outcomes if not o.error]
-    if not any(d is not None for d in digests):
+    analysis = run.analysis(DiagnosisAnalyzer.name)
+    if analysis is None or analysis.data is None:
         raise InputError("nothing to diagnose (no compared rows)", target)
-    analyzer.analyze(request, digests)
-    return request.options["_diagnosis"]
+    return analysis.data

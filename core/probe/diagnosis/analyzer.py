@@ -7,13 +7,16 @@ so that ``-da`` and the advisor name the same first suspect.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
+from probe.analysis.nodes import analysable
 from probe.diagnosis.facts import RankFacts, rank_facts
 from probe.diagnosis.rank import diagnose_facts
 from probe.diagnosis.report import DIVERGENT, Diagnosis
+from probe.io import prepare_output_dir, timestamp
+from probe.result import Analysis
+from probe.viewer.chart import write_diagnosis_files
 
 DIAGNOSIS_KEY = "_diagnosis"
 """Where the finished diagnosis is left in ``CompareRequest.options`` for later analyzers."""
@@ -36,39 +39,36 @@ class DiagnosisAnalyzer:
 
     def digest(self, request: Any, result: Any) -> RankFacts | None:
         """The facts of one rank, made where the rank was compared."""
-        from probe.analysis.nodes import analysable
-
         return rank_facts(result) if analysable(result) else None
 
-    def analyze(self, request: Any, digests: list[RankFacts | None]) -> list[Path]:
-        from probe.io import prepare_output_dir, timestamp
-
+    def analyze(self, request: Any, digests: list[RankFacts | None]) -> Analysis:
         facts = [d for d in digests if d is not None]
         if not facts:
-            return []
+            return Analysis(self.name)
         diagnosis = diagnose_facts(facts)
         request.options[DIAGNOSIS_KEY] = diagnosis
         written: list[Path] = []
         if request.output_dir is not None:
             written.append(diagnosis.write(prepare_output_dir(request.output_dir), timestamp()))
             if request.options.get("diagnosis_html") or request.options.get("diagnosis_png"):
-                from probe.viewer.chart import write_diagnosis_files
-
                 diagnosis.pictures = write_diagnosis_files(
                     diagnosis, written[0], html=bool(request.options.get("diagnosis_html")),
                     png=bool(request.options.get("diagnosis_png")), title=f"probe diagnosis - {request.target}")
                 written += diagnosis.pictures
-        if not request.options.get("quiet_diagnosis"):
-            print_diagnosis(diagnosis)
-        return written
+        shown = [] if request.options.get("quiet_diagnosis") else diagnosis_lines(diagnosis)
+        return Analysis(self.name, written, shown, diagnosis)
 
 
-def print_diagnosis(diagnosis: Diagnosis) -> None:
-    """The console lines of a diagnosis: verdict, first suspects, the file."""
-    from rich.console import Console
+class _Lines(list):
+    def print(self, item: Any) -> None:
+        self.append(item)
+
+
+def diagnosis_lines(diagnosis: Diagnosis) -> list[Any]:
+    """The console lines of a diagnosis (verdict, first suspects, the file), for a console to print."""
     from rich.text import Text
 
-    out = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    out = _Lines()
     line = Text("diagnosis: ")
     style = {"identical": "green", "noise": "green", DIVERGENT: "bold red"}.get(diagnosis.verdict, "")
     line.append(diagnosis.verdict, style=style)
@@ -87,3 +87,4 @@ def print_diagnosis(diagnosis: Diagnosis) -> None:
         out.print(f"diagnosis: {diagnosis.path}")
     for picture in getattr(diagnosis, "pictures", ()):
         out.print(f"diagnosis {'page' if picture.suffix == '.html' else 'picture'}: {picture}")
+    return out

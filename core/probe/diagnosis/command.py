@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from probe.builtin.commands import add_compare_arguments, request_from_args
+from probe.viewer.chart import require_png
+
 DIAGNOSE_EPILOG = """examples:
   probe diagnose -tp target/step0 -gp golden/step0 -o out            # one step, every rank
   probe diagnose -tp target -gp golden -o out                        # every step and rank, one ranking
@@ -19,8 +22,6 @@ verdict and the first suspects. probe compare writes the same file.
 
 def add_diagnose_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``probe diagnose``: those of ``probe compare``."""
-    from probe.builtin.commands import add_compare_arguments
-
     add_compare_arguments(parser)
     parser.add_argument("--png", dest="diagnosis_png", action="store_true",
                         help="also write diagnosis_<timestamp>.png, the error-along-the-network chart (needs matplotlib)")
@@ -28,12 +29,9 @@ def add_diagnose_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_diagnose_command(args: argparse.Namespace, host: Any) -> int:
     """Run the compare with progress, print the summary and the diagnosis; returns the exit code."""
-    from probe.builtin.commands import request_from_args
-    from probe.console import run_with_console
+    from probe.console import run_with_console  # rich: imported when the command runs
 
     if args.diagnosis_png:
-        from probe.viewer.chart import require_png
-
         require_png()
     request = request_from_args(args, host)
     if request.options.get("compare_only") is None:

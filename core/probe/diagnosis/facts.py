@@ -15,6 +15,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
+from probe.jsonio import read_json
 from probe.modes.common import canonical_dtype
 from probe.result import CompareResult, RowResult
 
@@ -188,8 +189,6 @@ def load_parents(dump_file: Path | None) -> dict[str, str]:
     try:
         if not path.is_file() or path.stat().st_size > (256 << 20):
             return {}
-        from probe.jsonio import read_json
-
         doc = read_json(path)
     except Exception:  # noqa: BLE001 - construct.json only improves labels; a bad one is ignored
         return {}

@@ -7,11 +7,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from probe.dumps import load_stack
 from probe.errors import InputError
-from probe.flatten import RowList, entry_kind, flatten_entry
+from probe.formats.msprobe.flatten import entry_kind, flatten_entry
+from probe.formats.msprobe.stack import load_stack
 from probe.jsonio import read_json
-from probe.model import DumpInfo, FlatDump
+from probe.model import DumpInfo, FlatDump, RowList
 
 from probe.graph.node import API, COLLECTION, COLLECTION_PREFIX, MODULE, NPU, Graph, GraphNode
 

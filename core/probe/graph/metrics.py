@@ -11,15 +11,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from itertools import zip_longest
-from typing import TYPE_CHECKING
 
 from probe.errors import InputError
+from probe.interfaces import Registries
 from probe.model import ModeContext, Pair, Row
 
 from probe.graph.node import Graph, GraphNode
-
-if TYPE_CHECKING:  # pragma: no cover
-    from probe.plugins import Host
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +67,7 @@ def pair_rows(npu: GraphNode, bench: GraphNode) -> list[Pair]:
     return pairs
 
 
-def _find_mode(host: Host | None, task: str):
+def _find_mode(host: Registries | None, task: str):
     if host is None:
         return None
     try:
@@ -85,7 +82,7 @@ def compute_metrics(
     npu: Graph,
     bench: Graph,
     task: str,
-    host: Host | None,
+    host: Registries | None,
     jobs: int = 1,
 ) -> dict[GraphNode, list[Pair]]:
     """Pair the rows of every matched node and fill ``node.metrics`` on the NPU nodes.
@@ -105,7 +102,8 @@ def compute_metrics(
         if columns and all_pairs:
             log.warning("no '%s' metric mode is registered: metric columns are left empty", MODE_NAMES[task])
         return by_node
-    ctx = ModeContext(target=npu.dump, golden=bench.dump, options={}, host=host, jobs=jobs)
+    ctx = ModeContext(target=npu.dump, golden=bench.dump, options={},
+                      tensor_loaders=host.tensor_loaders.as_dict() if host is not None else {}, jobs=jobs)
     results = mode.compute([p for p in all_pairs if p.golden is not None], ctx)
     names = list(mode.columns(False, ()))
     wanted = [(c, names.index(c)) for c in columns if c in names]

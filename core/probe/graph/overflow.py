@@ -13,6 +13,8 @@ from importlib import resources
 from pathlib import Path
 
 from probe.errors import InputError
+from probe.formats.msprobe.names import NON_TENSOR_DTYPES
+from probe.jsonio import parse_yaml, read_yaml
 from probe.model import Row
 
 from probe.graph.node import Graph, GraphNode
@@ -50,8 +52,6 @@ def parse_rules(doc: object, path: Path | None = None) -> dict[str, str | tuple[
 
 def read_rules(path: Path) -> dict[str, str | tuple[str, ...]]:
     """Read a YAML rule file."""
-    from probe.jsonio import read_yaml
-
     doc = read_yaml(path)
     return parse_rules(doc, path)
 
@@ -59,8 +59,6 @@ def read_rules(path: Path) -> dict[str, str | tuple[str, ...]]:
 @lru_cache(maxsize=1)
 def builtin_rules() -> dict[str, str | tuple[str, ...]]:
     """The rules shipped with probe."""
-    from probe.jsonio import parse_yaml
-
     resource = resources.files("probe").joinpath("data", "overflow_rules.yaml")
     return parse_rules(parse_yaml(resource.read_text(encoding="utf-8"), str(resource)))
 
@@ -97,7 +95,7 @@ def _anomalous(row: Row) -> bool:
 
 
 def _is_tensor(row: Row) -> bool:
-    return not row.dtype.startswith("<class") and row.dtype not in ("N/A", "torch.Size", "slice", "ellipsis", "torch.ProcessGroup")
+    return not row.dtype.startswith("<class") and row.dtype not in NON_TENSOR_DTYPES
 
 
 def _norm(row: Row) -> float | None:

@@ -4,29 +4,31 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from probe.errors import InputError
-from probe.io import no_space, prepare_output_dir, write_error
+from probe.io import no_space, prepare_output_dir, temp_dir, write_error
 
 from probe.graph.build import build_graph
-from probe.graph.db import VisDbWriter
+from probe.graph.db import VisDbWriter, write_part
 from probe.graph.distributed import CommOp, comm_ops, link_comm_ops
+from probe.graph.export_json import write_graph_json
 from probe.graph.layout import GraphSource, discover, pair_sources
 from probe.graph.matching import match_graphs
+from probe.graph.merge import merge_side
 from probe.graph.metrics import compare_task, compute_metrics
 from probe.graph.node import BENCH, NPU, Graph, GraphNode
 from probe.graph.overflow import check_overflow, load_rules
 from probe.graph.verdict import judge_collections, judge_graph
+from probe.plugins import Host
+from probe.viewer.writer import write_html
 
-if TYPE_CHECKING:  # pragma: no cover
-    from probe.plugins import Host
 
 log = logging.getLogger(__name__)
 _TRAILING_NUMBER = re.compile(r"(\d+)$")
@@ -234,8 +236,6 @@ _WORKER_HOST: Host | None = None
 def _worker_host() -> Host | None:
     global _WORKER_HOST
     if _WORKER_HOST is None:
-        from probe.plugins import Host
-
         _WORKER_HOST = Host()
     return _WORKER_HOST
 
@@ -244,8 +244,6 @@ def _pair_worker(
     npu_source: GraphSource, bench_source: GraphSource | None, options: GraphOptions, rules, link: bool, part: Path,
 ) -> PairResult:
     """One pair end to end in a worker process; its db rows go to the scratch file ``part``."""
-    from probe.graph.db import write_part
-
     graphs, task, matched = _process_pair(npu_source, bench_source, options, rules, _worker_host())
     nodes = write_part(part, graphs, options.golden is not None, task)
     return _summary(graphs, task, matched, nodes, options, link)
@@ -253,8 +251,6 @@ def _pair_worker(
 
 def default_jobs(pairs: int) -> int:
     """Worker processes used when ``GraphOptions.jobs`` is not set."""
-    import os
-
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(cpus, pairs)) if pairs > 1 else 1
 
@@ -279,8 +275,6 @@ def _run_pairs(
         return results
     import shutil
     from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    from probe.io import temp_dir
 
     scratch = temp_dir(options.output, "graph")
     try:
@@ -324,8 +318,6 @@ def _link_in_db(results: list[PairResult], writer: VisDbWriter) -> int:
 
 def _merged_graphs(kind: str, pairs, options: GraphOptions, rules, host: Host | None) -> tuple[list[Graph], str, int]:
     """Parallel-merge mode: build every rank, merge each side, compare the merged graphs."""
-    from probe.graph.merge import merge_side
-
     compare = options.golden is not None
     golden_sources: list[GraphSource] = []
     if compare:
@@ -373,8 +365,6 @@ def run_graph(options: GraphOptions, host: Host | None = None) -> GraphRun:
     if options.file_type == "json":
         if not merged or compare:
             raise InputError("--file_type json is only supported for a parallel-merge build")
-        from probe.graph.export_json import write_graph_json
-
         graphs, _task, _matched = _merged_graphs(kind, pairs, options, rules, host)
         dirs = [write_graph_json(g, options.output) for g in graphs]
         progress.done = len(pairs)
@@ -409,8 +399,6 @@ def run_graph(options: GraphOptions, host: Host | None = None) -> GraphRun:
         raise
     run = GraphRun(db=db, graphs=graphs, nodes=nodes, matched=matched)
     if options.html:
-        from probe.viewer.writer import write_html
-
         run.html = write_html(db)
     progress.step("done")
     return run

@@ -6,6 +6,7 @@ import json
 import math
 from typing import Any
 
+from probe.formats.msprobe.dtypes import canonical_dtype
 from probe.model import NA, Row
 from probe.result import RowResult
 
@@ -190,21 +191,6 @@ def is_output(row: Row) -> bool:
 def same_dtype(target: str, golden: str) -> bool:
     """Whether two dtype strings name the same dtype (framework spellings allowed)."""
     return canonical_dtype(target) == canonical_dtype(golden)
-
-
-_MS_DTYPES = {
-    "Float16": "float16", "Float32": "float32", "Float64": "float64", "BFloat16": "bfloat16",
-    "Int8": "int8", "Int16": "int16", "Int32": "int32", "Int64": "int64",
-    "UInt8": "uint8", "UInt16": "uint16", "UInt32": "uint32", "UInt64": "uint64",
-    "Bool": "bool", "Complex64": "complex64", "Complex128": "complex128",
-}
-
-
-def canonical_dtype(dtype: str) -> str:
-    """``torch.float32``, ``Float32`` and ``float32`` all become ``float32``."""
-    if dtype.startswith("torch."):
-        return dtype[6:]
-    return _MS_DTYPES.get(dtype, dtype)
 
 
 def render_cells(row: RowResult, with_stack: bool, with_stats: bool = True) -> list[Any]:

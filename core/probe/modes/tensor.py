@@ -6,13 +6,13 @@ import functools
 import inspect
 import os
 import re
-from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from probe import runtime
 from probe.errors import InputError
 from probe.model import ERROR, NA, WARNING, FlatDump, ModeContext, Pair
 from probe.modes import common
@@ -71,7 +71,7 @@ def load_tensor(path: Path, loaders: Any, max_bytes: int | None = None) -> np.nd
     ``max_bytes`` (what dump.json declares for the tensor) is passed to loaders that take
     it, to bound what a compressed file may inflate to.
     """
-    loader = loaders.find(path.suffix)
+    loader = loaders.get(path.suffix.lower())
     if loader is None:
         raise InputError(f"no tensor loader for {path.suffix!r} files (is the framework plugin installed?)", path)
     if not path.is_file():
@@ -107,12 +107,8 @@ def _compute_one(task: tuple[str | None, str | None], loaders: Any, extra: Seque
     return tuple(metrics) + tuple(extra_values), messages, None
 
 
-def _compute_chunk(tasks: list[tuple[str | None, str | None]], extra_names: tuple[str, ...]) -> list:
-    from probe.plugins import default_host
-
-    host = default_host()
-    extra = [host.tensor_metrics.get(name) for name in extra_names]
-    return [_compute_one(task, host.tensor_loaders, extra) for task in tasks]
+def _compute_chunk(tasks: list[tuple[str | None, str | None]], loaders: Mapping[str, Any], extra: Sequence[Any]) -> list:
+    return [_compute_one(task, loaders, extra) for task in tasks]
 
 
 class TensorMode:
@@ -181,17 +177,13 @@ class TensorMode:
         return results
 
     def _run_tasks(self, tasks: list[tuple[str, str]], ctx: ModeContext) -> list:
-        names = tuple(m.column for m in ctx.extra_metrics)
-        if ctx.jobs <= 1 or len(tasks) < 2 * CHUNK:
-            host = ctx.host
-            from probe.plugins import default_host
-
-            host = host or default_host()
-            extra = list(ctx.extra_metrics)
+        extra = list(ctx.extra_metrics)
+        loaders = dict(ctx.tensor_loaders)
+        if ctx.jobs <= 1 or len(tasks) < 2 * CHUNK or not runtime.picklable([loaders, extra]):
             out = []
             pending = 0
             for task in tasks:
-                out.append(_compute_one(task, host.tensor_loaders, extra))
+                out.append(_compute_one(task, loaders, extra))
                 pending += 1
                 if ctx.progress and pending == PROGRESS_STEP:
                     ctx.progress(pending)
@@ -201,11 +193,10 @@ class TensorMode:
             return out
         chunks = [tasks[i : i + CHUNK] for i in range(0, len(tasks), CHUNK)]
         out = []
-        with ProcessPoolExecutor(max_workers=ctx.jobs) as pool:
-            for chunk_result in pool.map(_compute_chunk, chunks, [names] * len(chunks)):
-                out.extend(chunk_result)
-                if ctx.progress:
-                    ctx.progress(len(chunk_result))
+        for chunk_result in runtime.parallel_map(_compute_chunk, chunks, loaders, extra, workers=ctx.jobs):
+            out.extend(chunk_result)
+            if ctx.progress:
+                ctx.progress(len(chunk_result))
         return out
 
     def judge(self, group: list[RowResult]) -> None:

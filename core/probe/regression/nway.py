@@ -11,21 +11,25 @@ then joined on the golden row names into one combined table per job.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from probe import runtime, stages
+from probe.analysis.advisor import advise
+from probe.diagnosis.facts import step_of
+from probe.diagnosis.oneanswer import best_per_rank
 from probe.errors import InputError, ProbeError
 from probe.io import prepare_output_dir, timestamp
-from probe.jobs import CompareJob, CompareRequest
-from probe.model import Summary
-from probe.pipeline import JobOutcome, enabled_analyzers, run_compare, run_job
+from probe.model import CompareRequest, PairPlan, Summary
+from probe.modes.common import COMMON_COLUMNS
+from probe.pipeline import analyze, run_unit
 from probe.plugins import Host, default_host
 from probe.regression.labels import target_labels
 from probe.regression.tables import write_table
-from probe.result import CompareResult, CompareRun
+from probe.result import CompareResult, CompareRun, JobOutcome
 
 log = logging.getLogger("probe")
 
@@ -64,8 +68,6 @@ class TargetDigest:
 def first_suspect_rows(result: CompareResult) -> frozenset[str]:
     """Target row names of the node where the difference starts, by the advisor (the fallback
     when no diagnosis ran, e.g. from Python with analyzers off)."""
-    from probe.analysis.advisor import advise
-
     try:
         advice = advise(result)
     except Exception:  # noqa: BLE001 - a flag must never break the compare
@@ -91,8 +93,6 @@ def digest_result(result: CompareResult) -> TargetDigest:
     own text) and the Result from its verdict, without rendering whole rows; a plugin's mode
     has its rows rendered.
     """
-    from probe.modes.common import COMMON_COLUMNS
-
     columns = result.columns
     metric = next((m for m in KEY_METRICS if m in columns), None)
     m_index = columns.index(metric) if metric else None
@@ -121,8 +121,6 @@ def digest_result(result: CompareResult) -> TargetDigest:
         rows[golden.name] = (record.name, value, str(verdict))
         entries[record.name] = record.pair.target.entry
         order.append(golden.name)
-    from probe.diagnosis.facts import step_of
-
     return TargetDigest(
         job_label=result.label, output_subdir=result.output_subdir, output_stem=result.output_stem,
         metric=metric, rows=rows, order=order, suspect_rows=first_suspect_rows(result),
@@ -131,23 +129,50 @@ def digest_result(result: CompareResult) -> TargetDigest:
     )
 
 
-def _run_target_job(index: int, job: CompareJob, request: CompareRequest, keep: bool,
-                    host: Host | None = None, progress: Any = None) -> tuple[int, JobOutcome, TargetDigest | None]:
-    """Run one job of one target (in a worker or in process) and digest its result."""
-    outcome = run_job(job, request, keep=True, host=host, progress=progress)
+@dataclass
+class TargetUnit:
+    """One plan of one target: what a worker runs (picklable)."""
+
+    index: int
+    plan: Any
+    """A :class:`PairPlan` (or a plugin's older runnable job)."""
+    request: CompareRequest
+    keep: bool = False
+
+
+@dataclass
+class GoldenUnit:
+    """Read the row order of a golden dump (in the same pool as the compares)."""
+
+    path: Path
+    reader: str | None = None
+
+
+def run_nway_unit(unit: TargetUnit | GoldenUnit, host: Host | None = None, progress: Any = None) -> Any:
+    """A worker's part: compare one plan of one target and digest it, or read a golden row order.
+
+    Returns ``(index, outcome, digest)`` for a :class:`TargetUnit`, ``(path, names or None)``
+    for a :class:`GoldenUnit`.
+    """
+    if isinstance(unit, GoldenUnit):
+        return unit.path, golden_names(unit.path, unit.reader, host)
+    outcome = run_unit(unit.plan, unit.request, keep=True, host=host, progress=progress)
     digest = digest_result(outcome.result) if outcome.result is not None else None
-    if digest is not None and getattr(job, "golden_file", None) is not None:
-        digest.golden_file = Path(job.golden_file)
-    if not keep:
+    if digest is not None and isinstance(unit.plan, PairPlan):
+        digest.golden_file = Path(unit.plan.golden)
+    if not unit.keep:
         outcome.result = None
-    return index, outcome, digest
+    return unit.index, outcome, digest
 
 
-def _golden_names(path: Path) -> list[str]:
-    """Row names of a golden dump file, in dump order."""
-    from probe.dumps import load_dump
-
-    return [row.name for row in load_dump(path, default_host(), with_stack=False).rows]
+def golden_names(path: Path, reader: str | None = None, host: Host | None = None) -> list[str] | None:
+    """Row names of a golden dump, in dump order (``None`` when it cannot be read: the compare
+    jobs report that)."""
+    host = host or default_host()
+    try:
+        return [row.name for row in stages.pick_reader(path, host, reader).load(path, with_stack=False).rows]
+    except ProbeError:
+        return None
 
 
 @dataclass
@@ -220,24 +245,24 @@ class NwayRun:
     labels: list[str]
     targets: list[Path]
     requests: list[CompareRequest]
-    outcomes: list[list[JobOutcome]]
-    """Per target (in label order), the outcome of each of its jobs."""
+    runs: list[CompareRun]
+    """Per target (in label order): its outcomes, analyses and (when kept) results."""
     tables: list[CombinedTable]
 
     @property
     def files(self) -> list[Path]:
         return [f for t in self.tables for f in t.files]
 
+    @property
+    def outcomes(self) -> list[list[JobOutcome]]:
+        return [run.outcomes for run in self.runs]
+
     def run(self, label: str) -> CompareRun:
-        """The per-target results (kept only when the run was asked to keep them)."""
-        index = self.labels.index(label)
-        return CompareRun([o.result for o in self.outcomes[index] if o.result is not None])
+        """The :class:`CompareRun` of one target (results only when they were kept)."""
+        return self.runs[self.labels.index(label)]
 
     def summary(self, label: str) -> Summary:
-        total = Summary()
-        for outcome in self.outcomes[self.labels.index(label)]:
-            total.add(outcome.summary)
-        return total
+        return self.run(label).summary()
 
 
 def target_requests(base: CompareRequest, targets: Sequence[Path], labels: Sequence[str]) -> list[CompareRequest]:
@@ -250,16 +275,6 @@ def target_requests(base: CompareRequest, targets: Sequence[Path], labels: Seque
     ]
 
 
-def _picklable(items: Any) -> bool:
-    import pickle
-
-    try:
-        pickle.dumps(items)
-    except Exception:  # noqa: BLE001
-        return False
-    return True
-
-
 def run_nway(
     base: CompareRequest,
     targets: Sequence[Path],
@@ -268,11 +283,15 @@ def run_nway(
     keep: bool = False,
     on_outcome: Callable[[str, JobOutcome], None] | None = None,
     on_planned: Callable[[int], None] | None = None,
+    progress: Any = None,
 ) -> NwayRun:
     """Compare ``base.golden`` with every target and write the per-target and combined reports.
 
     ``base`` carries the options and formats shared by all targets (its ``target`` is
-    ignored). ``keep`` keeps every per-target result in memory (for the Python API).
+    ignored). The plans of every target (and the golden row orders) go through one
+    :func:`probe.runtime.run_each` (a process pool, or the dask cluster of ``--executor dask``);
+    then each target's analyzers run as in a two-way compare. ``keep`` keeps every
+    per-target result in memory (for the Python API).
     """
     host = host or default_host()
     if len(targets) < 2:
@@ -283,105 +302,56 @@ def run_nway(
         prepare_output_dir(base.output_dir)
     for fmt in base.formats:
         host.exporters.get(fmt)  # fail early on an unknown format
+    units: list[TargetUnit | GoldenUnit] = []
+    goldens: dict[Path, str | None] = {}
+    for index, request in enumerate(requests):
+        needs = any(getattr(a, "digest", None) is None for a in stages.enabled_analyzers(host, request))
+        inner = replace(request, jobs=1)  # plans run in parallel; inside each, tensor loading stays serial
+        for plan in host.plan_compare(request=request):
+            units.append(TargetUnit(index, plan, inner, keep or needs))
+            if isinstance(plan, PairPlan):
+                goldens.setdefault(Path(plan.golden), plan.golden_reader_name)
+    units.extend(GoldenUnit(path, reader) for path, reader in goldens.items())
+    if on_planned:
+        on_planned(len(units) - len(goldens))
     outcomes: list[list[JobOutcome]] = [[] for _ in names]
     digests: list[list[TargetDigest]] = [[] for _ in names]
-    golden_files: set[Path] = set()
-    needs_results = any(getattr(a, "digest", None) is None for a in enabled_analyzers(host, base))
-    keep_results = keep or needs_results
     golden_orders: dict[Path, list[str] | None] = {}
-
-    def collect(index: int, outcome: JobOutcome, digest: TargetDigest | None) -> None:
+    for answer in runtime.run_each(
+        run_nway_unit, units,
+        workers=1 if base.options.get("in_process") else base.jobs,
+        executor=base.options.get("executor") or "process", address=base.options.get("scheduler"),
+        local=lambda unit: run_nway_unit(
+            replace(unit, request=requests[unit.index]) if isinstance(unit, TargetUnit) else unit, host, progress),
+    ):
+        if len(answer) == 2:
+            golden_orders[answer[0]] = answer[1]
+            continue
+        index, outcome, digest = answer
         outcomes[index].append(outcome)
         if digest is not None:
             digests[index].append(digest)
         if on_outcome:
             on_outcome(names[index], outcome)
-
-    if (base.options.get("executor") or "process") != "process":
-        # another engine runs the jobs: one target after the other, each on that engine
-        for index, request in enumerate(requests):
-            run_outcomes, run_jobs = run_compare(request, host, keep=True)
-            golden_of = {(j.output_subdir, j.output_stem): Path(j.golden_file)
-                         for j in run_jobs if getattr(j, "golden_file", None) is not None}
-            golden_files.update(golden_of.values())
-            for outcome in run_outcomes:
-                digest = digest_result(outcome.result) if outcome.result is not None else None
-                if digest is not None:
-                    digest.golden_file = golden_of.get((digest.output_subdir, digest.output_stem))
-                if not keep_results:
-                    outcome.result = None
-                collect(index, outcome, digest)
-        for index, request in enumerate(requests):
-            _run_analyzers(host, request, outcomes[index], digests[index])
-        golden_orders = {p: _golden_names_or_none(p) for p in golden_files}
-    else:
-        planned: list[tuple[int, CompareJob]] = []
-        for index, request in enumerate(requests):
-            for job in host.plan_compare(request=request):
-                planned.append((index, job))
-                golden_file = getattr(job, "golden_file", None)
-                if golden_file is not None:
-                    golden_files.add(Path(golden_file))
-        if on_planned:
-            on_planned(len(planned))
-        workers = min(base.jobs, len(planned))
-        if workers > 1 and not base.options.get("in_process") and _picklable([j for _, j in planned]):
-            inner = [replace(r, jobs=1) for r in requests]
-            with ProcessPoolExecutor(max_workers=workers) as pool:
-                futures = [pool.submit(_run_target_job, i, job, inner[i], keep_results) for i, job in planned]
-                golden_futures = {p: pool.submit(_golden_names, p) for p in golden_files}
-                for future in futures:
-                    collect(*future.result())
-                golden_orders = {k: _safe_result(f) for k, f in golden_futures.items()}
-        else:
-            for index, job in planned:
-                collect(*_run_target_job(index, job, requests[index], keep_results, host))
-            golden_orders = {p: _golden_names_or_none(p) for p in golden_files}
-        for index, request in enumerate(requests):
-            _run_analyzers(host, request, outcomes[index], digests[index])
-    if not keep:
-        for per_target in outcomes:
-            for outcome in per_target:
+    runs = []
+    for index, request in enumerate(requests):
+        results = [o.result for o in outcomes[index] if o.result is not None]
+        run = CompareRun(results, outcomes[index], analyze(request, host, outcomes[index], results))
+        apply_diagnosis(run, digests[index])
+        if not keep:
+            run.results = []
+            for outcome in outcomes[index]:
                 outcome.result = None
+        runs.append(run)
     tables = _combined_tables(names, digests, golden_orders, base)
-    return NwayRun(Path(base.golden), names, [Path(t) for t in targets], requests, outcomes, tables)
+    return NwayRun(Path(base.golden), names, [Path(t) for t in targets], requests, runs, tables)
 
 
-def _safe_result(future: Any) -> list[str] | None:
-    try:
-        return future.result()
-    except ProbeError:
-        return None  # the golden's own problem is reported by the compare jobs
-
-
-def _golden_names_or_none(path: Path) -> list[str] | None:
-    try:
-        return _golden_names(path)
-    except ProbeError:
-        return None
-
-
-def _run_analyzers(host: Host, request: CompareRequest, outcomes: list[JobOutcome],
-                   digests: list[TargetDigest]) -> None:
-    """Run the analyzers (diagnosis, advisor, -da ...) of one target as a two-way compare would;
-    when a diagnosis ran, its best suspect per rank/step is the first suspect of the digests."""
-    results = [o.result for o in outcomes if o.result is not None]
-    for analyzer in enabled_analyzers(host, request):
-        if getattr(analyzer, "digest", None) is None:
-            analyzer.analyze(request, results)
-        else:
-            analyzer.analyze(request, [o.digests[analyzer.name] for o in outcomes if analyzer.name in o.digests])
-    apply_diagnosis(request, digests)
-
-
-def apply_diagnosis(request: CompareRequest, digests: list[TargetDigest]) -> None:
-    """Flag the rows of the diagnosis' best suspect of each rank/step (none where it found none)."""
-    try:
-        from probe.diagnosis.analyzer import diagnosis_of
-        from probe.diagnosis.oneanswer import best_per_rank
-    except ImportError:  # pragma: no cover - the diagnosis is part of the core
-        return
-    diagnosis = diagnosis_of(request)
+def apply_diagnosis(run: CompareRun, digests: list[TargetDigest]) -> None:
+    """Flag the rows of the diagnosis' best suspect of each rank/step (none where it found none);
+    without a diagnosis the advisor's node stays flagged."""
+    found = run.analysis("diagnosis")
+    diagnosis = found.data if found is not None else None
     if diagnosis is None:
         return
     for digest in digests:
@@ -441,8 +411,6 @@ def _combined_tables(labels: Sequence[str], digests: Sequence[list[TargetDigest]
 
 def _natural(text: str) -> tuple[Any, ...]:
     """Sort key that puts rank2 before rank10."""
-    import re
-
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
 
 
@@ -452,8 +420,10 @@ def compare_many(golden: Any, targets: Sequence[Any], labels: Sequence[str] | No
     """Compare one golden dump with several targets; see :func:`run_nway`.
 
     Returns a :class:`NwayRun`: ``.tables`` (one combined table per rank/step, rows as
-    ``as_dicts()``), ``.run(label)`` (that target's :class:`CompareRun`), ``.files``.
-    ``options`` are the compare options by their CLI ``dest`` names.
+    ``as_dicts()``), ``.run(label)`` (that target's :class:`CompareRun`, analyses included, as
+    :func:`probe.compare` returns it), ``.files``. ``options`` are the compare options by their
+    CLI ``dest`` names (``analyze=False`` switches the analyzers off, and with them the
+    diagnosis behind ``First Suspect``: the advisor's node is flagged instead).
     """
     if not targets:
         raise InputError("compare_many needs at least two targets")
@@ -461,7 +431,7 @@ def compare_many(golden: Any, targets: Sequence[Any], labels: Sequence[str] | No
     framework = framework or host.detect_framework(path=str(targets[0])) or "pytorch"
     base = CompareRequest(
         target=Path(targets[0]), golden=Path(golden), output_dir=Path(output) if output is not None else None,
-        framework=framework, formats=tuple(formats), jobs=jobs, options={"analyze": False, **options},
+        framework=framework, formats=tuple(formats), jobs=jobs, options=dict(options),
     )
     run = run_nway(base, [Path(t) for t in targets], labels, host=host, keep=True)
     failed = [o for per_target in run.outcomes for o in per_target if o.error]

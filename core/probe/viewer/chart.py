@@ -19,7 +19,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from probe.errors import InputError
+from probe.io import atomic_path, atomic_write, unique_path
+from probe.viewer.page import render_page
 
 #: points kept per series for drawing (each bucket keeps its highest and lowest error)
 DRAW_BUCKETS = 1500
@@ -197,8 +201,6 @@ def primary(data: Mapping[str, Any]) -> int:
 
 def load_diagnosis(path: Path) -> dict[str, Any]:
     """Read a ``diagnosis_*.json`` file; one-line error when it is not a diagnosis."""
-    import orjson
-
     path = Path(path)
     if not path.is_file():
         raise InputError("diagnosis file does not exist", path)
@@ -221,8 +223,6 @@ def _as_dict(diagnosis: Any) -> Mapping[str, Any]:
 def render_diagnosis_html(diagnosis: Any, title: str = "probe diagnosis", data: dict | None = None) -> str:
     """One self-contained page (inline data, script and style; no network) with the chart and the
     suspect list of a diagnosis (``data``: its chart data when already made)."""
-    from probe.viewer.page import render_page
-
     return render_page(
         "diagnosis.html", title, scripts=("common.js", "chart.js", "diagnosis.js"), styles=("chart.css", "diagnosis.css"),
         blobs={"chart-data": data or chart_data(_as_dict(diagnosis))},
@@ -231,8 +231,6 @@ def render_diagnosis_html(diagnosis: Any, title: str = "probe diagnosis", data: 
 
 def write_diagnosis_html(diagnosis: Any, output: Path, title: str = "probe diagnosis", data: dict | None = None) -> Path:
     """Write the diagnosis page atomically to ``output``."""
-    from probe.io import atomic_write
-
     html = render_diagnosis_html(diagnosis, title, data)
     out = atomic_write(Path(output), "w", encoding="utf-8")
     with out as handle:
@@ -255,8 +253,6 @@ def write_png(diagnosis: Any, output: Path, width: float = 12.0, height: float =
         raise InputError("--png needs matplotlib (pip install 'probe[png]' or pip install matplotlib)") from None
     matplotlib.use("Agg", force=True)
     from matplotlib.figure import Figure
-
-    from probe.io import atomic_path
 
     data = data or chart_data(_as_dict(diagnosis))
     fig = Figure(figsize=(width, height), dpi=dpi)
@@ -316,8 +312,6 @@ def write_diagnosis_files(diagnosis: Any, json_path: Path, html: bool = False, p
                           title: str | None = None) -> list[Path]:
     """The page (``--html``) and picture (``--png``) of a written ``diagnosis_{ts}.json``, beside it
     with the same stem (never replacing a file)."""
-    from probe.io import unique_path
-
     json_path = Path(json_path)
     stem = json_path.name[: -len(".json")] if json_path.name.endswith(".json") else json_path.name
     written = []

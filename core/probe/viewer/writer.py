@@ -25,7 +25,7 @@ import orjson
 from probe.errors import InputError
 from probe.io import atomic_write
 from probe.viewer.chart import chart_data, key_error, load_diagnosis
-from probe.regression.nway_graph import nway_block
+from probe.regression.nway_data import nway_block
 from probe.viewer.page import encode, render_page
 
 #: above this much embedded graph data, each (step, rank) gets its own page (the selector links them)

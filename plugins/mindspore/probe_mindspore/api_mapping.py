@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from probe.errors import InputError
-from probe.jsonio import read_yaml
-from probe.model import FlatDump, KeyMap, MatchContext, Row
+from probe.api import InputError
+from probe.api import read_yaml
+from probe.api import FlatDump, KeyMap, MatchContext, Row
 
 # section name of a row -> the YAML list suffix
 SECTIONS = ("args", "output", "parameters", "parameters_grad")
@@ -198,12 +198,11 @@ class ApiMapper:
         if not option:
             return None
         t_fw, g_fw = ctx.target.info.framework, ctx.golden.info.framework
-        host = ctx.host
-        tables = [] if host is None else [
-            n for n in host.normalizers.values()
+        tables = [
+            n for n in ctx.normalizers
             if getattr(n, "option", None) == "api_mapping" and n.applies(t_fw, g_fw)
         ]
-        if host is not None and not tables:
+        if not tables:
             raise InputError(f"-am: no API table maps {t_fw} APIs to {g_fw} APIs", ctx.target.info.path)
         if option is True:
             return None

@@ -12,8 +12,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from probe.errors import InputError
-from probe.jsonio import read_yaml
+from probe.api import InputError
+from probe.api import read_yaml
 
 BUILTIN_TABLE = "ms_to_pt_api.yaml"
 

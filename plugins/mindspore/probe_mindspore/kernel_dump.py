@@ -19,8 +19,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from probe.errors import InputError
-from probe.jsonio import csv_rows
+from probe.api import InputError, csv_rows
 
 log = logging.getLogger("probe")
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from probe.model import ERROR, NA, PASS, FlatDump, ModeContext, Pair, Row
-from probe.modes.tensor_metrics import METRIC_NAMES, SHAPE_UNMATCHED, compare_arrays
-from probe.result import UNMATCHED, RowResult
+from probe.api import ERROR, NA, PASS, FlatDump, ModeContext, Pair, Row
+from probe.api import METRIC_NAMES, SHAPE_UNMATCHED, compare_arrays
+from probe.api import UNMATCHED, RowResult
 
 from probe_mindspore.kernel_dump import KernelTensor
 

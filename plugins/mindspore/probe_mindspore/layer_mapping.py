@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from probe.builtin.mappers import golden_key_lookup
-from probe.errors import InputError
-from probe.jsonio import read_json, read_yaml
-from probe.model import FlatDump, KeyMap, MatchContext, Row
+from probe.api import golden_key_lookup
+from probe.api import InputError
+from probe.api import read_json, read_yaml
+from probe.api import FlatDump, KeyMap, MatchContext, Row
 
 ROOT = "TopLayer"
 CELL_PREFIXES = ("Cell", "Module")

@@ -10,11 +10,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from probe.builtin.layout import parse_number_list, plan_default, select_jobs
-from probe.errors import InputError
-from probe.jobs import CompareRequest
-from probe.model import ModeContext
-from probe.result import CompareResult
+from probe.api import parse_number_list, plan_default, select_plans as select_jobs
+from probe.api import InputError
+from probe.api import CompareRequest, ModeContext
+from probe.api import CompareResult
 
 from probe_mindspore.kernel_dump import (
     KernelDir,
@@ -93,7 +92,7 @@ class KernelJob:
         pairs = pair_items(t_items, g_items)
         mode = host.modes.get("kernel-npy" if t_kind == "npy" else "kernel-statistic")
         tick = progress(f"{self.label} compare", len(pairs)) if progress else None
-        ctx = ModeContext(target=None, golden=None, options=request.options, host=host, progress=tick)  # type: ignore[arg-type]
+        ctx = ModeContext(target=None, golden=None, options=request.options, tensor_loaders=host.tensor_loaders.as_dict(), progress=tick)  # type: ignore[arg-type]
         records = mode.compute_items(pairs, ctx)
         result = CompareResult(label=self.label, mode=mode, records=records, options=request.options)
         result.output_stem = self.output_stem

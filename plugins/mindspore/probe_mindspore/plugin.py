@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from probe.hookspecs import hookimpl
+from probe.api import hookimpl
 
 
 @hookimpl
@@ -16,13 +16,8 @@ def probe_add_compare_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("-lm", "--layer_mapping", nargs="?", const=True, default=None, metavar="FILE",
                        help="pair MindSpore and PyTorch layers through construct.json; a YAML file "
                             "renames layers ({LayerType: {target child: golden child}})")
-    # another plugin (TorchAir) may already own --rank: same dest, same meaning
-    if "--rank" not in parser._option_string_actions:
-        group.add_argument("--rank", dest="rank", default=None, metavar="N[,N]",
-                           help="ranks to compare (comma list; empty = all)")
-    if "--step" not in parser._option_string_actions:
-        group.add_argument("--step", dest="step", default=None, metavar="N[,N]",
-                           help="steps to compare (comma list; empty = all)")
+    group.add_argument("-cm", "--cell_mapping", nargs="?", const=True, default=None, metavar="FILE",
+                       help="map Cell to Module, and module path/class fragments from a YAML file")
 
 
 @hookimpl
@@ -36,9 +31,11 @@ def probe_register_normalizers(register) -> None:
 @hookimpl
 def probe_register_mappers(register) -> None:
     from probe_mindspore.api_mapping import ApiMapper
+    from probe_mindspore.cell_mapping import CellMapper
     from probe_mindspore.layer_mapping import LayerMapper
 
     register.add(ApiMapper.name, ApiMapper())
+    register.add(CellMapper.name, CellMapper())
     register.add(LayerMapper.name, LayerMapper())
 
 

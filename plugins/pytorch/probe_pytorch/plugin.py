@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from probe.hookspecs import hookimpl
+from probe.api import hookimpl
 
 
 @hookimpl

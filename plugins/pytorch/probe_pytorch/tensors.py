@@ -8,8 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from probe.errors import InputError
-from probe.jsonio import open_regular
+from probe.api import InputError, open_regular
 from probe_pytorch.ptzip import read_pt
 
 MAX_FILE_BYTES = 10 * 1024**3

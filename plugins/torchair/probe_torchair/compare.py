@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from probe.errors import InputError
+from probe.api import InputError
 
 from probe_torchair import layout
 from probe_torchair.fxdump import FxOp, FxTensorRef, parse_name as parse_fx_name, read_token_dir

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from probe.errors import InputError
+from probe.api import InputError
 
 GRAPH_GLOB = "dynamo_original_graph_*.txt"
 FX_ATTR = "_fx_tensor_name"

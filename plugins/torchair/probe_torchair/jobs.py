@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from probe.errors import InputError
-from probe.model import ERROR, NA, PASS
-from probe.result import CompareResult
+from probe.api import InputError
+from probe.api import ERROR, NA, PASS
+from probe.api import CompareResult
 
 from probe_torchair import layout
 from probe_torchair.compare import RankReport, compare_rank, normalize_mode

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from probe.hookspecs import hookimpl
+from probe.api import hookimpl
 
 NAME = "torchair"
 
@@ -38,7 +38,7 @@ def probe_plan_compare(request: Any) -> list[Any] | None:
     if not _is_torchair(request):
         return None
     from probe_torchair.jobs import plan
-    from probe.builtin.layout import parse_number_list
+    from probe.api import parse_number_list
 
     return plan(
         Path(request.target), Path(request.golden),

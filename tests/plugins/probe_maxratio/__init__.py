@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from probe.hookspecs import hookimpl
-from probe.io import atomic_write
-from probe.model import ERROR, NA
-from probe.modes import common
-from probe.result import RowResult
+from probe.api import hookimpl
+from probe.api import atomic_write
+from probe.api import ERROR, NA
+from probe.api import report_cells as common
+from probe.api import RowResult
 
 
 class MaxRatioMode:

@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from probe.errors import InputError
-from probe.model import NA, Row
+from probe.formats.msprobe.dtypes import PROCESS_GROUP, TORCH_SIZE
+from probe.model import NA, Row, RowList
 
 MAX_DEPTH = 400
 
@@ -95,9 +96,9 @@ def leaf_row(name: str, entry: str, state: str, leaf: dict[str, Any] | None) -> 
     leaf_type = leaf.get("type")
     value = leaf.get("value")
     md5 = leaf.get("md5")
-    if leaf_type == "torch.Size":
+    if leaf_type == TORCH_SIZE:
         text = _py_repr(value)
-        return Row(name, entry, state, "torch.Size", text, NO_STATS, requires_grad, md5 or crc32_hex(text), data_name)
+        return Row(name, entry, state, TORCH_SIZE, text, NO_STATS, requires_grad, md5 or crc32_hex(text), data_name)
     if leaf_type == "slice":
         return Row(
             name, entry, state, "slice", _slice_shape(value), NO_STATS, requires_grad,
@@ -105,9 +106,9 @@ def leaf_row(name: str, entry: str, state: str, leaf: dict[str, Any] | None) -> 
         )
     if leaf_type == "ellipsis":
         return Row(name, entry, state, "ellipsis", "[]", ("...",) * 4, requires_grad, md5 or crc32_hex("..."), data_name)
-    if leaf_type == "torch.ProcessGroup":
+    if leaf_type == PROCESS_GROUP:
         ranks = _py_repr(leaf.get("group_ranks"))
-        return Row(name, entry, state, "torch.ProcessGroup", "[]", (ranks,) * 4, requires_grad, md5 or ranks, data_name)
+        return Row(name, entry, state, PROCESS_GROUP, "[]", (ranks,) * 4, requires_grad, md5 or ranks, data_name)
     if name.rsplit(".", 1)[-1] in COMM_SCALAR_NAMES:
         text = _py_repr(value)
         return Row(name, entry, state, str(leaf_type), "[]", (text,) * 4, requires_grad, md5 or text, data_name)
@@ -151,12 +152,6 @@ def _slice_shape(value: Any) -> str:
             node = node[0] if node else None
         return str(tuple(depth_shape))
     return "()"
-
-
-class RowList(list):
-    """A list of rows that also remembers whether any tensor leaf carried an ``md5``."""
-
-    has_md5 = False
 
 
 def _walk(value: Any, name: str, entry: str, state: str, out: RowList, depth: int, list_index: bool = True) -> None:

@@ -1,0 +1,23 @@
+"""API names of msProbe dumps that compare rules single out (both dumpers' spellings).
+
+msProbe names an entry ``<Category>.<api>.<call>.<direction>`` (``Torch.empty.0.forward``,
+``Distributed.all_reduce.1.forward``, ``MintDistributed.send.0.forward``); these tables say
+which categories are communication and which APIs carry no data flow.
+"""
+
+from __future__ import annotations
+
+COMM_PREFIXES = ("Distributed.", "MintDistributed.", "Communication.")
+"""Entry prefixes of communication ops (PyTorch, MindSpore mint, MindSpore communication)."""
+
+IGNORED_OPS = ("Torch.empty", "Torch.fill", "Tensor.__setitem__")
+"""Entries whose contents are not data flow (uninitialised buffers, fills)."""
+
+IGNORED_OUTPUTS = {"npu_fusion_attention": frozenset({4, 5})}
+"""Output indices that never count as data, per API (random seeds / offsets)."""
+
+NON_TENSOR_DTYPES = frozenset({"N/A", "torch.Size", "slice", "ellipsis", "torch.ProcessGroup"})
+"""dtype cells of rows that hold no tensor (besides ``<class ...>`` scalars)."""
+
+MINDSPORE_PREFIXES = ("Mint.", "MintFunctional.", "Cell.", "Primitive.", "Jit.")
+"""Entry names only MindSpore dumps have."""

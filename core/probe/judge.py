@@ -1,0 +1,64 @@
+"""The judge: every verdict of probe (compare rows and graph nodes) is given here.
+
+A metric mode owns its Result *rules* (``MetricMode.judge`` on the rows of one entry); this
+module decides when they run and what else a verdict carries: the stack text of each
+entry, the optional highlight colours, the input problems met on the way, and the
+node-level verdict the graph shows (:func:`worst`, :func:`precision_index`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import groupby
+from typing import Any
+
+from probe.highlight import apply_highlight
+from probe.model import ERROR, NA, PASS, VERDICT_RANK, WARNING
+from probe.result import UNMATCHED, CompareResult, RowResult
+
+PRECISION = {PASS: 0.0, WARNING: 0.5, ERROR: 1.0}
+"""A verdict as the graph's ``precision_index`` colour scale."""
+
+
+def judge_records(mode: Any, records: Sequence[RowResult], stack: dict[str, list[str]] | None) -> None:
+    """Apply ``mode``'s Result rules to each entry's rows, in place, and attach the stack text.
+
+    Rows of one entry are consecutive (target order). With stack info, the first row of
+    each entry carries ``str(lines)`` of its stack (``N/A`` when the entry has none).
+    """
+    stack_text: dict[int, str] = {}  # entries of one stack group share the same list
+    for entry, group_iter in groupby(records, key=lambda r: r.pair.target.entry):
+        group = list(group_iter)
+        if stack is not None:
+            lines = stack.get(entry)
+            if lines is None:
+                text = NA
+            else:
+                text = stack_text.get(id(lines))
+                if text is None:
+                    text = stack_text[id(lines)] = str(lines)
+            group[0].extra["stack"] = text
+        mode.judge(group)
+
+
+def judge_result(result: CompareResult, highlight: bool = False) -> CompareResult:
+    """Judge every row of ``result`` (see :func:`judge_records`), highlight, collect problems."""
+    judge_records(result.mode, result.records, result.stack)
+    if highlight:
+        apply_highlight(result)
+    result.problems.extend(r.extra["problem"] for r in result.records if r.extra_value("problem") is not None)
+    return result
+
+
+def worst(verdicts: Iterable[str]) -> str:
+    """The worst of some verdicts (``pass`` when there are none; unmatched rows count as pass)."""
+    best = PASS
+    for verdict in verdicts:
+        if verdict != UNMATCHED and VERDICT_RANK[verdict] > VERDICT_RANK[best]:
+            best = verdict
+    return best
+
+
+def precision_index(verdicts: Iterable[str]) -> float:
+    """The graph colour of a node whose rows have these verdicts."""
+    return PRECISION[worst(verdicts)]
