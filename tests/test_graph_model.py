@@ -122,7 +122,9 @@ def test_statistics_verdict_matches_spec_example(tmp_path):
 
     a, b = norm_err(node.inputs), norm_err(node.outputs)
     assert (a == 0 and b > 0.1) or (a > 0 and b / a > 10)
-    assert node.metrics["Functional.conv2d.0.backward.output.0"]["Result"] == "warning"  # first output row
+    # the compare judge puts the warning on the output row with the largest norm error
+    worst_out = max(node.outputs, key=lambda r: abs(as_float(node.metrics[r.name]["NormRelativeErr"]) or 0))
+    assert {r.name: node.metrics[r.name]["Result"] for r in node.outputs}[worst_out.name] == "warning"
     assert npu.root.precision is None  # no data
     assert npu.nodes["Functional.conv2d.0.forward"].precision == 0.0
     coll = npu.nodes["Apis_Between_Modules.0"]
@@ -178,7 +180,7 @@ def test_layout_kinds_and_errors(tmp_path):
     assert kind == "ranks" and [s.rank for s in sources] == [0, 1]
     (tmp_path / "odd").mkdir()
     (tmp_path / "odd" / "something").mkdir()
-    with pytest.raises(InputError, match="neither a dump directory"):
+    with pytest.raises(InputError, match="no rank\\*/proc\\* dump directories and no dump.json"):
         discover(tmp_path / "odd")
 
 

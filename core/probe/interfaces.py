@@ -52,7 +52,9 @@ class DumpReader(Protocol):
     def load(self, path: Path, with_stack: bool = True) -> FlatDump:
         """Read the dump at ``path`` into rows in file order (and its stack info when asked).
 
-        Raise :class:`probe.errors.InputError` naming the file when it is not a usable dump.
+        A reader whose plans carry ``options["reader_args"]`` also takes those keywords (e.g.
+        ``rank=0, step=1`` to select part of a dump root). Raise
+        :class:`probe.errors.InputError` naming the file when it is not a usable dump.
         """
 
 

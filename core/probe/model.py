@@ -233,7 +233,9 @@ class PairPlan:
     mode: str | None = None
     """Metric mode name (``None``: ``--metric-mode``, else the first mode that accepts the dumps)."""
     options: Mapping[str, Any] = field(default_factory=dict)
-    """Options that override the request's for this pair only."""
+    """Options that override the request's for this pair only. ``options["reader_args"]``, a
+    mapping, is passed to both readers' ``load`` as keyword arguments (e.g. the rank and step
+    a kernel-dump reader selects under the dump root)."""
 
     @property
     def golden_reader_name(self) -> str | None:

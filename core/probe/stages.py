@@ -38,7 +38,8 @@ def read(plan: PairPlan, registries: Registries, stack_path: str | None = None) 
     """Read both sources of ``plan`` into rows (the target with its stack info)."""
     target_reader = pick_reader(plan.target, registries, plan.reader)
     golden_reader = pick_reader(plan.golden, registries, plan.golden_reader_name)
-    target, golden = dumps.load_pair(plan.target, plan.golden, target_reader, golden_reader)
+    target, golden = dumps.load_pair(plan.target, plan.golden, target_reader, golden_reader,
+                                     plan.options.get("reader_args"))
     for dump in (target, golden):
         if dump.skipped_entries:
             log.warning(

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from probe.errors import InputError
 from probe.jsonio import read_yaml
+from probe.model import Pair
 
 from probe.graph.node import API, Graph, GraphNode
 
@@ -205,6 +206,19 @@ def mapping_translator(path: Path, npu: Graph, bench: Graph | None = None) -> Ca
     if bench is not None and bench.framework != npu.framework:
         prefix = "Cell" if bench.framework == "mindspore" else "Module"
     return layer_translator(doc, npu, prefix)
+
+
+def match_by_row_pairs(npu: Graph, bench: Graph, pairs: Sequence[Pair]) -> int:
+    """Pair the nodes whose rows the compare's pairing paired (first partner wins)."""
+    count = 0
+    for pair in pairs:
+        if pair.golden is None:
+            continue
+        node, other = npu.nodes.get(pair.target.entry), bench.nodes.get(pair.golden.entry)
+        if node is not None and other is not None and node.match is None and other.match is None:
+            _pair(node, other)
+            count += 1
+    return count
 
 
 def _module_key(name: str) -> tuple[str, ...] | None:

@@ -6,12 +6,14 @@ import json
 import logging
 import os
 import re
+import shutil
 import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from probe import runtime, stages
 from probe.errors import InputError
 from probe.io import no_space, prepare_output_dir, temp_dir, write_error
 
@@ -20,12 +22,13 @@ from probe.graph.db import VisDbWriter, write_part
 from probe.graph.distributed import CommOp, comm_ops, link_comm_ops
 from probe.graph.export_json import write_graph_json
 from probe.graph.layout import GraphSource, discover, pair_sources
-from probe.graph.matching import match_graphs
+from probe.graph.matching import is_pair_mapping, load_mapping, match_by_row_pairs, match_graphs
 from probe.graph.merge import merge_side
 from probe.graph.metrics import compare_task, compute_metrics
 from probe.graph.node import BENCH, NPU, Graph, GraphNode
 from probe.graph.overflow import check_overflow, load_rules
 from probe.graph.verdict import judge_collections, judge_graph
+from probe.model import MatchContext, Pair
 from probe.plugins import Host
 from probe.viewer.writer import write_html
 
@@ -121,6 +124,25 @@ def _renamer(host: Host | None, npu: Graph, bench: Graph):
     return rename
 
 
+def _compare_pairs(npu: Graph, bench: Graph, options: GraphOptions, host: Host | None) -> list[Pair] | None:
+    """The row pairs ``probe compare -lm FILE`` makes for these dumps (``None`` without ``-lm``).
+
+    A layer mapping is applied by the registered mappers and pairers (probe-mindspore's
+    ``-lm``), exactly as in the compare, so the graph judges the rows the report judges. A
+    mapping of node or row names (``{npu name: bench name}``), which only the graph reads, and
+    a host without a layer mapper leave matching to :func:`match_graphs`.
+    """
+    if host is None or not isinstance(options.layer_mapping, (str, Path)) or npu.dump is None or bench.dump is None:
+        return None  # no -lm, or -lm without a file (modules pair by path in match_graphs)
+    if is_pair_mapping(load_mapping(options.layer_mapping)):
+        return None
+    settings = {"layer_mapping": str(options.layer_mapping)}
+    ctx = MatchContext(target=npu.dump, golden=bench.dump, options=settings, normalizers=host.normalizers.values())
+    if stages.build_key_map(host, ctx) is None:
+        return None
+    return stages.pair(npu.dump, bench.dump, host, settings).pairs
+
+
 def compare_pair(
     npu: Graph, bench: Graph, options: GraphOptions, host: Host | None, merged: bool = False
 ) -> tuple[str, int]:
@@ -130,13 +152,15 @@ def compare_pair(
         raise InputError(
             f"is a {bench.framework} dump and the target is {npu.framework}: pass -lm/--layer_mapping", bench.source
         )
-    matched = match_graphs(
+    row_pairs = _compare_pairs(npu, bench, options, host)
+    matched = match_by_row_pairs(npu, bench, row_pairs) if row_pairs is not None else 0
+    matched += match_graphs(
         npu, bench, fuzzy=options.fuzzy_match or merged, mapping=options.layer_mapping,
         rename=_renamer(host, npu, bench),
     )
     pairs = [(n, n.match) for n in npu.nodes.values() if n.match is not None]
-    by_node = compute_metrics(pairs, npu, bench, task, host)
-    judge_graph(by_node, task, merged)
+    mode, by_node = compute_metrics(pairs, npu, bench, task, host, merged=merged, row_pairs=row_pairs)
+    judge_graph(by_node, mode)
     judge_collections(list(npu.nodes.values()))
     if options.tensor_log:
         print_tensor_log(by_node)
@@ -146,8 +170,10 @@ def compare_pair(
 
 def print_tensor_log(by_node: dict[GraphNode, list]) -> None:
     """``-tensor_log``: one line per compared row with its metrics, as ``probe compare`` prints them."""
-    for node, pairs in by_node.items():
-        for pair in pairs:
+    for node, records in by_node.items():
+        for pair in (record.pair for record in records):
+            if pair.golden is None:
+                continue
             values = node.metrics.get(pair.target.name)
             if values is None:
                 continue
@@ -176,19 +202,14 @@ def _build(source: GraphSource, side: str) -> Graph:
     return build_graph(source.directory, side, source.step, source.rank)
 
 
-def _build_one(job: tuple[GraphSource, str]) -> Graph:
-    return _build(*job)
+def _build_chunk(jobs: list[tuple[GraphSource, str]]) -> list[Graph]:
+    return [_build(*job) for job in jobs]
 
 
 def build_graphs(jobs: list[tuple[GraphSource, str]], workers: int = 1) -> list[Graph]:
     """Build the graph of every (source, side), in parallel processes when ``workers > 1``."""
-    workers = min(workers, len(jobs))
-    if workers <= 1:
-        return [_build(*job) for job in jobs]
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(_build_one, jobs))
+    return [g for chunk in runtime.parallel_map(_build_chunk, [[job] for job in jobs], workers=workers)
+            for g in chunk]
 
 
 @dataclass
@@ -249,6 +270,13 @@ def _pair_worker(
     return _summary(graphs, task, matched, nodes, options, link)
 
 
+def _pair_unit(unit: tuple[int, GraphSource, GraphSource | None], options: GraphOptions, rules, link: bool,
+               scratch: Path) -> PairResult:
+    """:func:`_pair_worker` for one ``(index, target, golden)`` unit; its rows go to ``part{index}.db``."""
+    index, npu_source, bench_source = unit
+    return _pair_worker(npu_source, bench_source, options, rules, link, scratch / f"part{index}.db")
+
+
 def default_jobs(pairs: int) -> int:
     """Worker processes used when ``GraphOptions.jobs`` is not set."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -273,24 +301,15 @@ def _run_pairs(
             results.append(result)
             progress.step()
         return results
-    import shutil
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
     scratch = temp_dir(options.output, "graph")
     try:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {
-                pool.submit(_pair_worker, npu_source, bench_source, options, rules, link, scratch / f"part{i}.db"): i
-                for i, (npu_source, bench_source) in enumerate(pairs)
-            }
-            done: dict[int, PairResult] = {}
-            for future in as_completed(futures):
-                index = futures[future]
-                done[index] = future.result()
-                writer.copy_part(scratch / f"part{index}.db")
-                (scratch / f"part{index}.db").unlink()
-                progress.step()
-        results = [done[i] for i in range(len(pairs))]
+        units = [(i, npu_source, bench_source) for i, (npu_source, bench_source) in enumerate(pairs)]
+        for (index, _, _), result in zip(units, runtime.run_each(_pair_unit, units, options, rules, link, scratch,
+                                                                 workers=workers)):
+            results.append(result)
+            writer.copy_part(scratch / f"part{index}.db")
+            (scratch / f"part{index}.db").unlink()
+            progress.step()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return results
