@@ -40,6 +40,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "probe.builtin.graph_commands",
     "probe.regression.commands",
     "probe.builtin.analysis",
+    "probe.automatch.plugin",
 )
 
 

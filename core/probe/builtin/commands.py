@@ -22,6 +22,7 @@ COMPARE_EPILOG = """examples:
   probe compare -tp target -gp golden -o out --rank 0,3 --step 1         # some ranks of one step
   probe compare -tp t/dump.json -gp g/dump.json -fm -hl                  # fuzzy match, highlight
   probe compare -tp t/dump.json -gp g/dump.json -dm mapping.yaml --fail-on error
+  probe compare -tp t/dump.json -gp g/dump.json --auto-match             # pair rows whose names differ
   probe compare -i compare.json -o out                                   # msProbe's input file
   probe compare -gp golden/step0 -tp npu_eager/step0 -tp npu_graph/step0 -o out   # N-way: out/<label>/ + nway_result
   probe compare -gp gpu -tp npu_bf16 --label bf16 -tp npu_new --label new -o out --xlsx
@@ -150,7 +151,7 @@ def request_from_args(args: argparse.Namespace, host: Any) -> Any:
     if args.format:
         formats = [f.strip().lower() for f in args.format.split(",") if f.strip()]
     check_compare_mode(options.get("compare_mode"), host)
-    framework = args.framework
+    framework = options["framework_option"] = args.framework  # what -f said, before detection
     if not framework and options.get("compare_mode") not in (None, "auto"):
         framework = options["compare_mode"]
     if not framework:

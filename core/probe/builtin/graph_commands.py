@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from probe.automatch.plugin import add_auto_match_option
 from probe.diagnosis import diagnose
 from probe.errors import InputError, ProbeError
 from probe.hookspecs import hookimpl
@@ -18,6 +19,7 @@ GRAPH_EPILOG = """examples:
   probe graph -tp t -gp g -o out -oc -fm                            # overflow levels, fuzzy matching
   probe graph -tp ms -gp pt -o out -lm layer_mapping.yaml           # cross-framework
   probe graph -tp t -gp g -o out -lm                                # same module paths, other classes
+  probe graph -tp t -gp g -o out --auto-match                       # pair nodes whose names differ
   probe graph -tp t/step0 -gp g/step0 -o out --rank_size 2 1 --tp 2 1 --pp 1 1
   probe graph -tp t/step0 -o out --rank_size 4 --tp 2 --pp 2 --file_type json   # merged dump files
   probe view out/compare_20260101120000.vis.db                     # self-contained HTML viewer
@@ -47,6 +49,7 @@ def add_graph_arguments(parser: argparse.ArgumentParser) -> None:
                         help="extra overflow false-positive rules ({API: all | [input.0, output, ...]}), "
                              "added to the built-in list")
     parser.add_argument("-fm", "--fuzzy_match", action="store_true", help="match ignoring call indices")
+    add_auto_match_option(parser)
     parser.add_argument("-tensor_log", "--is_print_compare_log", dest="tensor_log", action="store_true",
                         help="log every compared node")
     parser.add_argument("-progress_log", "--is_print_progress_log", dest="progress_log", action="store_true",
@@ -117,6 +120,7 @@ def run_graph_command(args: argparse.Namespace, host) -> int:
         overflow_check=args.overflow_check,
         overflow_rules=Path(args.overflow_rules) if args.overflow_rules else None,
         fuzzy_match=args.fuzzy_match,
+        auto_match=bool(args.auto_match),
         tensor_log=args.tensor_log,
         progress_log=args.progress_log,
         merge=merge_options(args),

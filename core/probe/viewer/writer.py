@@ -83,6 +83,15 @@ def _open(db: Path) -> sqlite3.Connection:
     return conn
 
 
+def _auto_matches(conn: sqlite3.Connection, prefix: str) -> dict[str, tuple[float, str]]:
+    """``{node name: (confidence, why)}`` from ``tb_auto_match`` (graphs built with ``--auto-match``)."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tb_auto_match'").fetchone() is None:
+        return {}
+    rows = conn.execute("SELECT id, confidence, why FROM tb_auto_match WHERE substr(id, 1, ?) = ?",
+                        (len(prefix), prefix)).fetchall()
+    return {node_id[len(prefix):]: (float(conf), str(why or "")) for node_id, conf, why in rows}
+
+
 def load_payload(db: Path, step: int | None = None, rank: int | None = None) -> dict[str, Any]:
     """Everything the viewer shows for one (step, rank), as plain JSON-able data."""
     conn = _open(db)
@@ -151,6 +160,10 @@ def load_payload(db: Path, step: int | None = None, rank: int | None = None) -> 
                 "micro": micro, "match": match, "stack": stack, "dist": dist, "merge": merge,
                 "nIn": n_in, "nOut": n_out, "rowNames": row_names, "rowSchemas": row_schemas, "rowValues": row_values,
             }
+            auto = _auto_matches(conn, f"{side}_{step}_{rank}_")
+            if auto:  # --auto-match: confidence and why of each automatic pair
+                sides[side]["auto"] = [auto.get(name, (None, None))[0] for name in names]
+                sides[side]["autoWhy"] = [auto.get(name, (None, None))[1] for name in names]
         if not sides:
             raise InputError(f"has no nodes for step {step} rank {rank}", db)
         return {
