@@ -37,6 +37,8 @@ LAZY_CORE_MODULES = {
     ("probe/builtin/analysis.py", "probe.diagnosis.analyzer"),
     ("probe/builtin/analysis.py", "probe.diagnosis.command"),
     ("probe/diagnosis/command.py", "probe.console"),
+    ("probe/builtin/commands.py", "probe.regression.console"),
+    ("probe/builtin/graph_commands.py", "probe.regression.console"),
 }
 """(file, probe module) pairs kept lazy because the module imports numpy, yaml or rich."""
 

@@ -11,6 +11,7 @@ from probe.errors import InputError, ProbeError
 from probe.hookspecs import hookimpl
 from probe.interfaces import Command
 from probe.io import prepare_output_dir
+from probe.regression.cli import add_target_arguments, is_nway
 
 GRAPH_EPILOG = """examples:
   probe graph -tp target/step0/rank0 -o out                         # build one graph
@@ -22,6 +23,7 @@ GRAPH_EPILOG = """examples:
   probe graph -tp t/step0 -gp g/step0 -o out --rank_size 2 1 --tp 2 1 --pp 1 1
   probe graph -tp t/step0 -o out --rank_size 4 --tp 2 --pp 2 --file_type json   # merged dump files
   probe view out/compare_20260101120000.vis.db                     # self-contained HTML viewer
+  probe graph -gp gpu -tp npu_eager -tp npu_graph -o out --html     # N-way: golden graph, verdict per target
 """
 VIEW_EPILOG = """examples:
   probe view out/compare_20260101120000.vis.db                     # -> out/compare_20260101120000.html
@@ -35,8 +37,8 @@ the "error along the network" chart above the graphs, with the suspects of --dia
 
 def add_graph_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``probe graph_visualize`` (msProbe's spelling)."""
-    parser.add_argument("-tp", "--target_path", required=True, metavar="TARGET",
-                        help="target (NPU) dump directory: one rank, a step dir of rank*/, or a root of step*/")
+    add_target_arguments(parser, "target (NPU) dump directory: one rank, a step dir of rank*/, or a root of step*/",
+                         required=True)
     parser.add_argument("-gp", "--golden_path", metavar="GOLDEN", help="golden (bench) dump: switches build to compare")
     parser.add_argument("-o", "--output_path", required=True, metavar="DIR", help="output directory")
     parser.add_argument("-lm", "--layer_mapping", nargs="?", const=True, metavar="FILE",
@@ -129,6 +131,10 @@ def run_graph_command(args: argparse.Namespace, host) -> int:
     diagnosis_file = Path(args.diagnosis) if args.diagnosis else None
     if diagnosis_file is not None and not diagnosis_file.is_file():
         raise InputError("diagnosis file does not exist", diagnosis_file)
+    if is_nway(args):
+        from probe.regression.console import run_nway_graph_command
+
+        return run_nway_graph_command(args, options)
     run = run_graph(options, host)
     if args.html and run.db is not None:
         from probe.viewer.writer import write_html

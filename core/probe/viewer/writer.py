@@ -25,6 +25,7 @@ import orjson
 from probe.errors import InputError
 from probe.io import atomic_write
 from probe.viewer.chart import chart_data, key_error, load_diagnosis
+from probe.regression.nway_data import nway_block
 from probe.viewer.page import encode, render_page
 
 #: above this much embedded graph data, each (step, rank) gets its own page (the selector links them)
@@ -218,7 +219,10 @@ def load_page(db: Path, step: int | None = None, rank: int | None = None,
         payload = load_payload(db, s, r)
         series.append(payload.pop("series"))
         meta = meta or dict(payload["meta"])
+        nway = nway_block(db, s, r, payload)  # an N-way db: every target's verdict per golden node
         blobs[f"graph-{k}"] = encode(payload)
+        if nway is not None:
+            blobs[f"nway-{k}"] = encode(nway)
         graphs.append({"step": s, "rank": r})
     blobs = {"page-meta": {"meta": meta, "graphs": graphs}, **blobs}
     if diagnosis is not None and diagnosis.get("series"):
@@ -234,8 +238,9 @@ def load_page(db: Path, step: int | None = None, rank: int | None = None,
 def render_html(blobs: dict[str, Any]) -> str:
     """The HTML page of ``blobs`` (from :func:`load_page`)."""
     title = f"probe graph - {blobs['page-meta']['meta']['source']}"
-    return render_page("viewer.html", title, scripts=("common.js", "chart.js", "viewer.js"),
-                       styles=("viewer.css", "chart.css"), blobs=blobs)
+    nway = any(key.startswith("nway-") for key in blobs)
+    return render_page("viewer.html", title, scripts=("common.js", "chart.js", "viewer.js") + (("nway.js",) if nway else ()),
+                       styles=("viewer.css", "chart.css") + (("nway.css",) if nway else ()), blobs=blobs)
 
 
 def write_html(db: Path, output: Path | None = None, step: int | None = None, rank: int | None = None,
@@ -274,6 +279,8 @@ def write_html(db: Path, output: Path | None = None, step: int | None = None, ra
         for k, path in enumerate(paths):
             meta = {**blobs["page-meta"], "pages": names, "current": k}
             page = {"page-meta": meta, f"graph-{k}": blobs[f"graph-{k}"]}
+            if f"nway-{k}" in blobs:
+                page[f"nway-{k}"] = blobs[f"nway-{k}"]
             if "chart-data" in blobs:
                 page["chart-data"] = blobs["chart-data"]
             pages[path] = page
