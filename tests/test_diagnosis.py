@@ -191,8 +191,9 @@ def test_forward_of_and_ranking_order() -> None:
         s("small", 0, "forward", "introduced", 5.0, 1),
         s("big", 0, "forward", "introduced", 500.0, 9),
         s("param", 0, "forward", "parameter", 5.0, 20),
+        s("unmatched", 0, "forward", "structure", 1.0, 0),
     ], key=sort_key)
-    assert [x.node for x in ranked] == ["small", "big", "param", "backward", "late_step"]
+    assert [x.node for x in ranked] == ["small", "big", "param", "unmatched", "backward", "late_step"]
 
 
 def test_step_of_reads_the_step_folder() -> None:

@@ -11,8 +11,9 @@ For every entry of every rank and step (see :mod:`probe.diagnosis.facts`):
   above its floor (``introduced``), or when the call has no golden counterpart at all
   (``structure``).
 
-Suspects are ranked by step, then forward before backward, then in execution order: the
-first call that went wrong comes before everything that may be its consequence. A module call whose own suspect lies
+Suspects are ranked by step, then forward before backward, numerical suspects before calls
+with no golden counterpart, then in execution order: the first call that went wrong comes
+before everything that may be its consequence. A module call whose own suspect lies
 inside it is dropped: the inner call is the more precise answer.
 """
 
@@ -172,10 +173,12 @@ def _explained_modules(view: _RankView, suspects: list[Suspect]) -> set[str]:
 
 
 def sort_key(suspect: Suspect) -> tuple[Any, ...]:
-    """Earlier steps first, forward before backward, then in execution order: what follows the first
-    call that went wrong may be its consequence (NaN/inf propagation, a parameter read by later ops)."""
-    return (suspect.step, suspect.direction != "forward", suspect.order, KIND_TIER.get(suspect.kind, 9),
-            suspect.rank)
+    """Earlier steps first, forward before backward, numerical suspects before calls with no golden
+    counterpart (mapping gaps are common and say nothing about precision), then in execution order:
+    what follows the first call that went wrong may be its consequence (NaN/inf propagation, a
+    parameter read by later ops)."""
+    return (suspect.step, suspect.direction != "forward", suspect.kind == STRUCTURE, suspect.order,
+            KIND_TIER.get(suspect.kind, 9), suspect.rank)
 
 
 def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
