@@ -311,6 +311,22 @@ def test_hook_probe_plan_compare(tmp_path: Path) -> None:
     assert [p.relative_to(tmp_path).as_posix().rsplit("_", 1)[0] for p in result.files] == ["sub/mine"]
 
 
+def test_plan_compare_rejects_objects_that_are_not_plans(tmp_path: Path) -> None:
+    class Legacy:  # the old job objects with a run() method are no longer accepted
+        label = "legacy"
+
+        def run(self, host, request, progress):  # pragma: no cover - must never be called
+            raise AssertionError("legacy job ran")
+
+    class Plugin:
+        @hookimpl
+        def probe_plan_compare(self, request):
+            return [Legacy()]
+
+    with pytest.raises(PluginError, match="returned Legacy, not a PairPlan"):
+        run(Plugin(), TARGET, GOLDEN, tmp_path)
+
+
 def test_hook_probe_detect_framework() -> None:
     class Plugin:
         @hookimpl
