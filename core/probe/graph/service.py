@@ -198,16 +198,21 @@ def _share_micro_steps(npu: Graph, bench: Graph) -> None:
     bench.micro_steps = npu.micro_steps
 
 
-def _build(source: GraphSource, side: str) -> Graph:
-    return build_graph(source.directory, side, source.step, source.rank)
+def _build(source: GraphSource, side: str, host: Host | None) -> Graph:
+    """The graph of one source, its dump.json read by the host's registered reader."""
+    dump_path = source.directory / "dump.json"
+    reader = stages.pick_reader(dump_path, host) if host is not None and dump_path.exists() else None
+    return build_graph(source.directory, side, source.step, source.rank, reader)
 
 
 def _build_chunk(jobs: list[tuple[GraphSource, str]]) -> list[Graph]:
-    return [_build(*job) for job in jobs]
+    return [_build(*job, _worker_host()) for job in jobs]
 
 
-def build_graphs(jobs: list[tuple[GraphSource, str]], workers: int = 1) -> list[Graph]:
+def build_graphs(jobs: list[tuple[GraphSource, str]], host: Host | None, workers: int = 1) -> list[Graph]:
     """Build the graph of every (source, side), in parallel processes when ``workers > 1``."""
+    if workers <= 1:
+        return [_build(*job, host) for job in jobs]
     return [g for chunk in runtime.parallel_map(_build_chunk, [[job] for job in jobs], workers=workers)
             for g in chunk]
 
@@ -231,11 +236,11 @@ def _process_pair(
     npu_source: GraphSource, bench_source: GraphSource | None, options: GraphOptions, rules, host: Host | None,
 ) -> tuple[list[Graph], str, int]:
     """Build, match, compute metrics and verdicts (and overflow levels) of one pair."""
-    npu = _build(npu_source, NPU)
+    npu = _build(npu_source, NPU, host)
     graphs = [npu]
     task, matched = "", 0
     if bench_source is not None:
-        bench = _build(bench_source, BENCH)
+        bench = _build(bench_source, BENCH, host)
         graphs.append(bench)
         task, matched = compare_pair(npu, bench, options, host)
     if options.overflow_check:
@@ -344,7 +349,7 @@ def _merged_graphs(kind: str, pairs, options: GraphOptions, rules, host: Host | 
         if kind_g != kind:
             raise InputError(f"has layout '{kind_g}' but the target path has layout '{kind}'", options.golden)
     jobs = [(s, NPU) for s, _ in pairs] + [(g, BENCH) for g in golden_sources]
-    built_all = build_graphs(jobs, 1)
+    built_all = build_graphs(jobs, host)
     npu_graphs = merge_side(built_all[: len(pairs)], options.merge[0], options.target)
     bench_graphs = merge_side(built_all[len(pairs):], options.merge[-1], options.golden) if compare else []
     if compare and len(npu_graphs) != len(bench_graphs):
