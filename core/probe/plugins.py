@@ -198,6 +198,11 @@ class Host:
         """Post-compare analyzers."""
         return self._collect("analyzer", "probe_register_analyzers")
 
+    @cached_property
+    def graph_rules(self) -> Registry[Any]:
+        """Framework knowledge for the graph builder and parallel merge."""
+        return self._collect("graph rules", "probe_register_graph_rules")
+
     def add_compare_options(self, parser: Any) -> None:
         """Let plugins add options to ``probe compare``."""
         self.pm.hook.probe_add_compare_options(parser=parser)

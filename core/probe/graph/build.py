@@ -9,17 +9,18 @@ from pathlib import Path
 
 from probe.errors import InputError
 from probe.formats.msprobe.flatten import entry_kind
+from probe.formats.msprobe.names import CONSTRUCT_MICRO_STEP_KEY
 from probe.formats.msprobe.reader import MsprobeJsonReader
 from probe.formats.msprobe.stack import load_stack
 from probe.interfaces import DumpReader
 from probe.jsonio import read_json
 from probe.model import DumpInfo, FlatDump, Row, RowList
 
+from probe.graph.rules import NO_RULES, GraphRuleSet
 from probe.graph.node import API, COLLECTION, COLLECTION_PREFIX, MODULE, NPU, Graph, GraphNode
 
 log = logging.getLogger(__name__)
 
-MICRO_STEP_KEY = "megatron_micro_step_number"
 _PARAM_GRAD_RE = re.compile(r"^(?P<prefix>.+)\.parameters_grad(?:\.\d+)?$")
 NO_STACK_TWIN = "The backward node has no stack of its own and no forward counterpart."
 
@@ -48,13 +49,13 @@ def _is_module_backward(name: str) -> bool:
 
 
 def read_construct(path: Path) -> tuple[dict[str, str | None], dict[str, int] | None]:
-    """Parent of every node (and Megatron micro-step ids when the file carries them)."""
+    """Parent of every node (and micro-step ids when the file carries them)."""
     doc = read_json(path)
     if not isinstance(doc, dict):
         raise InputError("is not a construct file (top level is not an object)", path)
     micro: dict[str, int] | None = None
-    if MICRO_STEP_KEY in doc:
-        doc = {k: v for k, v in doc.items() if k != MICRO_STEP_KEY}
+    if CONSTRUCT_MICRO_STEP_KEY in doc:
+        doc = {k: v for k, v in doc.items() if k != CONSTRUCT_MICRO_STEP_KEY}
         micro = {}
         parents: dict[str, str | None] = {}
         for name, value in doc.items():
@@ -104,24 +105,6 @@ def _attach(graph: Graph, node: GraphNode, parent_name: str | None) -> None:
     parent.add_child(node)
 
 
-_RECOMPUTE_FILE = "torch/utils/checkpoint.py"
-_AUTOGRAD_FILE = "torch/autograd/function.py"
-
-
-def is_recompute_stack(frames: list[str]) -> bool:
-    """Whether a forward call's stack shows activation recomputation: a ``recompute_fn`` frame of
-    ``torch/utils/checkpoint.py``, or a ``backward`` / Megatron ``checkpoint_function_backward``
-    frame followed within two frames by ``torch/autograd/function.py``."""
-    for index, frame in enumerate(frames):
-        text = frame.replace("\\", "/")
-        if _RECOMPUTE_FILE in text and "in recompute_fn" in text:
-            return True
-        if re.search(r"\bin (?:backward|checkpoint_function_backward)\b", text):
-            if any(_AUTOGRAD_FILE in f.replace("\\", "/") for f in frames[index + 1 : index + 3]):
-                return True
-    return False
-
-
 def _looks_first_level(name: str) -> bool:
     """A top-level module name that may really be first-level (recompute candidates are not):
     at most 5 segments, or 6-7 segments with a numeric layer index."""
@@ -141,9 +124,10 @@ def _module_call(name: str) -> tuple[str, str, int] | None:
     return ".".join(parts[:-2]), parts[-2], int(parts[-1])
 
 
-def reparent_recomputed(graph: Graph, stacks: dict[str, list[str]]) -> int:
+def reparent_recomputed(graph: Graph, stacks: dict[str, list[str]], rules: GraphRuleSet = NO_RULES) -> int:
     """Move recomputed module calls (and their backward twins) from the root under the backward
-    node of the original call's parent; returns the number of calls moved."""
+    node of the original call's parent (``rules`` recognise a recompute stack); returns the
+    number of calls moved."""
     top = {child.name: child for child in graph.root.children if child.kind == MODULE}
     originals: dict[str, list[GraphNode]] = {}
     candidates: list[tuple[str, GraphNode, GraphNode]] = []
@@ -154,7 +138,7 @@ def reparent_recomputed(graph: Graph, stacks: dict[str, list[str]]) -> int:
         if node.name in top:
             twin = top.get(f"{call[0]}.backward.{call[2]}")
             if (twin is not None and not _looks_first_level(node.name)
-                    and is_recompute_stack(stacks.get(node.name, []))):
+                    and rules.is_recompute_stack(stacks.get(node.name, []))):
                 candidates.append((call[0], node, twin))
                 continue
         if node.parent is not None and node.parent is not graph.root:
@@ -267,9 +251,10 @@ def _stack_of(name: str, stacks: dict[str, list[str]]) -> list[str]:
 
 
 def build_graph(directory: Path, side: str = NPU, step: int = 0, rank: int = 0,
-                reader: DumpReader | None = None) -> Graph:
+                reader: DumpReader | None = None, rules: GraphRuleSet = NO_RULES) -> Graph:
     """Build the graph of one dump directory; ``reader`` reads its ``dump.json`` into rows
-    (the registered reader the caller picked; msProbe's JSON reader by default)."""
+    (the registered reader the caller picked; msProbe's JSON reader by default) and ``rules``
+    are the registered graph rules (framework knowledge; none by default)."""
     directory = Path(directory)
     dump_path = directory / "dump.json"
     construct_path = directory / "construct.json"
@@ -306,7 +291,7 @@ def build_graph(directory: Path, side: str = NPU, step: int = 0, rank: int = 0,
         if name not in graph.nodes and entry_kind(name) is not None:
             graph.root.add_child(graph.get_or_create(name))  # not in construct.json (e.g. L1 dumps)
 
-    reparent_recomputed(graph, stacks)
+    reparent_recomputed(graph, stacks, rules)
     _wrap_collections(graph)
     _add_parameter_grads(graph, grads)
     _fill_data(graph, dump, set(names))

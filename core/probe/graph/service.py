@@ -26,10 +26,11 @@ from probe.graph.matching import is_pair_mapping, load_mapping, match_by_row_pai
 from probe.graph.merge import merge_side
 from probe.graph.metrics import compare_task, compute_metrics
 from probe.graph.node import BENCH, NPU, Graph, GraphNode
+from probe.graph.rules import GraphRuleSet
 from probe.graph.overflow import check_overflow, load_rules
 from probe.graph.verdict import judge_collections, judge_graph
 from probe.model import MatchContext, Pair
-from probe.plugins import Host
+from probe.plugins import Host, default_host
 from probe.viewer.writer import write_html
 
 
@@ -198,11 +199,16 @@ def _share_micro_steps(npu: Graph, bench: Graph) -> None:
     bench.micro_steps = npu.micro_steps
 
 
+def graph_rules(host: Host | None) -> GraphRuleSet:
+    """The graph rules registered with ``host`` (the default host's without one)."""
+    return GraphRuleSet((host or default_host()).graph_rules.values())
+
+
 def _build(source: GraphSource, side: str, host: Host | None) -> Graph:
     """The graph of one source, its dump.json read by the host's registered reader."""
     dump_path = source.directory / "dump.json"
     reader = stages.pick_reader(dump_path, host) if host is not None and dump_path.exists() else None
-    return build_graph(source.directory, side, source.step, source.rank, reader)
+    return build_graph(source.directory, side, source.step, source.rank, reader, graph_rules(host))
 
 
 def _build_chunk(jobs: list[tuple[GraphSource, str]]) -> list[Graph]:
@@ -350,8 +356,10 @@ def _merged_graphs(kind: str, pairs, options: GraphOptions, rules, host: Host | 
             raise InputError(f"has layout '{kind_g}' but the target path has layout '{kind}'", options.golden)
     jobs = [(s, NPU) for s, _ in pairs] + [(g, BENCH) for g in golden_sources]
     built_all = build_graphs(jobs, host)
-    npu_graphs = merge_side(built_all[: len(pairs)], options.merge[0], options.target)
-    bench_graphs = merge_side(built_all[len(pairs):], options.merge[-1], options.golden) if compare else []
+    framework_rules = graph_rules(host)
+    npu_graphs = merge_side(built_all[: len(pairs)], options.merge[0], options.target, framework_rules)
+    bench_graphs = (merge_side(built_all[len(pairs):], options.merge[-1], options.golden, framework_rules)
+                    if compare else [])
     if compare and len(npu_graphs) != len(bench_graphs):
         raise InputError(
             f"merges into {len(bench_graphs)} graphs but the target merges into {len(npu_graphs)}; "
