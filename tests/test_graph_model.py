@@ -174,15 +174,16 @@ def test_distributed_links_between_ranks(tmp_path):
 
 
 def test_layout_kinds_and_errors(tmp_path):
-    assert discover(DATA / "stat_target")[0] == "files"
-    kind, sources = discover(DATA / "multistep_target")
+    plan = host().plan_compare  # the compare's registered planner finds the graphs
+    assert discover(DATA / "stat_target", plan)[0] == "files"
+    kind, sources = discover(DATA / "multistep_target", plan)
     assert kind == "steps" and [(s.step, s.rank) for s in sources] == [(0, 0), (1, 0)]
-    kind, sources = discover(DATA / "multirank_target")
+    kind, sources = discover(DATA / "multirank_target", plan)
     assert kind == "ranks" and [s.rank for s in sources] == [0, 1]
     (tmp_path / "odd").mkdir()
     (tmp_path / "odd" / "something").mkdir()
     with pytest.raises(InputError, match="no rank\\*/proc\\* dump directories and no dump.json"):
-        discover(tmp_path / "odd")
+        discover(tmp_path / "odd", plan)
 
 
 def test_multistep_compare_and_mode_mismatch(tmp_path):

@@ -351,7 +351,7 @@ def _merged_graphs(kind: str, pairs, options: GraphOptions, rules, host: Host | 
     compare = options.golden is not None
     golden_sources: list[GraphSource] = []
     if compare:
-        kind_g, golden_sources = discover(options.golden)
+        kind_g, golden_sources = discover(options.golden, (host or default_host()).plan_compare)
         if kind_g != kind:
             raise InputError(f"has layout '{kind_g}' but the target path has layout '{kind}'", options.golden)
     jobs = [(s, NPU) for s, _ in pairs] + [(g, BENCH) for g in golden_sources]
@@ -388,10 +388,11 @@ def run_graph(options: GraphOptions, host: Host | None = None) -> GraphRun:
     compare = options.golden is not None
     merged = bool(options.merge)
     rules = load_rules(options.overflow_rules) if options.overflow_check else None
+    plan = (host or default_host()).plan_compare
     if compare and not merged:
-        kind, pairs = pair_sources(options.target, options.golden)
+        kind, pairs = pair_sources(options.target, options.golden, plan)
     else:
-        kind, sources = discover(options.target)
+        kind, sources = discover(options.target, plan)
         pairs = [(s, None) for s in sources]
     progress = Progress(options.progress_log, len(pairs) + 1)
     if options.file_type == "json":
