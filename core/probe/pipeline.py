@@ -35,7 +35,8 @@ def run_plan(plan: PairPlan, request: CompareRequest, registries: Registries,
     """read -> normalize -> pair -> measure -> judge one :class:`PairPlan` (nothing is written)."""
     progress = progress or _no_progress
     advance = progress(f"{plan.label} read dumps", 2)
-    target, golden = stages.read(plan, registries, request.option("stack_path"))
+    target, golden = stages.read(plan, registries, request.option("stack_path"),
+                                 request.option("framework_option"))
     advance(2)
     options = {**request.options, **plan.options} if plan.options else request.options
     result = stages.compare_dumps(target, golden, registries, options, plan.label, progress, request.jobs,
@@ -132,7 +133,7 @@ def compare(target: str | os.PathLike, golden: str | os.PathLike, output: str | 
     """
     request = CompareRequest(
         target=Path(target), golden=Path(golden), output_dir=Path(output) if output is not None else None,
-        framework=framework, formats=tuple(formats), jobs=jobs, options=dict(options),
+        framework=framework, formats=tuple(formats), jobs=jobs, options={"framework_option": framework, **options},
     )
     run = run_compare(request, host=host, keep=True)
     if run.errors and len(run.errors) == len(run.outcomes):

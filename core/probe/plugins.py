@@ -39,7 +39,9 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "probe.builtin.mappers",
     "probe.builtin.commands",
     "probe.builtin.graph_commands",
+    "probe.regression.commands",
     "probe.builtin.analysis",
+    "probe.automatch.plugin",
 )
 
 

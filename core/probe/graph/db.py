@@ -59,6 +59,11 @@ CREATE TABLE IF NOT EXISTS tb_stack (
     id TEXT PRIMARY KEY,
     stack_info TEXT
 );
+CREATE TABLE IF NOT EXISTS tb_auto_match (
+    id TEXT PRIMARY KEY,
+    confidence REAL NOT NULL,
+    why TEXT
+);
 """
 INDEXES = """
 CREATE INDEX IF NOT EXISTS index1 ON tb_nodes (step, rank, data_source, up_node, node_order);
@@ -184,6 +189,12 @@ def graph_rows(graph: Graph, compare: bool, task: str) -> tuple[list[tuple], lis
     return rows, stack_rows
 
 
+def auto_match_rows(graph: Graph) -> list[tuple[str, float, str]]:
+    """``tb_auto_match`` rows (``--auto-match``): node row id, confidence and why of each automatic pair."""
+    gid = graph.graph_id
+    return [(f"{gid}_{name}", confidence, why) for name, (confidence, why) in sorted(graph.auto_matches.items())]
+
+
 def write_part(path: Path, graphs: Sequence[Graph], compare: bool, task: str) -> int:
     """Write the ``tb_nodes`` / ``tb_stack`` rows of ``graphs`` into a new scratch SQLite file
     (what a worker process hands to :meth:`VisDbWriter.copy_part`); returns the node count."""
@@ -198,6 +209,7 @@ def write_part(path: Path, graphs: Sequence[Graph], compare: bool, task: str) ->
             rows, stack_rows = graph_rows(graph, compare, task)
             conn.executemany("INSERT INTO tb_nodes VALUES (" + ",".join("?" * 22) + ")", rows)
             conn.executemany("INSERT INTO tb_stack VALUES (?,?)", stack_rows)
+            conn.executemany("INSERT INTO tb_auto_match VALUES (?,?,?)", auto_match_rows(graph))
             count += len(rows)
         conn.execute("COMMIT")
     finally:
@@ -248,6 +260,7 @@ class VisDbWriter:
         rows, stack_rows = graph_rows(graph, compare, task)
         self.conn.executemany("INSERT INTO tb_nodes VALUES (" + ",".join("?" * 22) + ")", rows)
         self.conn.executemany("INSERT INTO tb_stack VALUES (?,?)", stack_rows)
+        self.conn.executemany("INSERT INTO tb_auto_match VALUES (?,?,?)", auto_match_rows(graph))
         return len(rows)
 
     def copy_part(self, part: Path) -> None:
@@ -258,6 +271,7 @@ class VisDbWriter:
             self.conn.execute("BEGIN")
             self.conn.execute("INSERT INTO tb_nodes SELECT * FROM part.tb_nodes")
             self.conn.execute("INSERT INTO tb_stack SELECT * FROM part.tb_stack")
+            self.conn.execute("INSERT INTO tb_auto_match SELECT * FROM part.tb_auto_match")
             self.conn.execute("COMMIT")
         finally:
             self.conn.execute("DETACH DATABASE part")

@@ -250,8 +250,13 @@ def match_graphs(
     fuzzy: bool = False,
     mapping: Path | bool | None = None,
     rename: Callable[[str], str] | None = None,
+    auto: dict[str, str] | None = None,
 ) -> int:
-    """Run the matching passes: mapping first, then exact, then fuzzy when asked."""
+    """Run the matching passes: mapping first, then exact, then fuzzy when asked.
+
+    With ``auto`` (``--auto-match`` node pairs) the pairs follow the mapping file and replace
+    name matching: a node automatic matching left alone stays unmatched.
+    """
     count = 0
     if mapping is not None:
         translate = class_free_translator(bench) if mapping is True else mapping_translator(mapping, npu, bench)
@@ -261,9 +266,13 @@ def match_graphs(
         count += match_translated(npu, bench, translate)
     elif rename is not None:
         count += match_translated(npu, bench, lambda node: rename(node.name))
+    if auto is not None:
+        count += match_translated(npu, bench, lambda node: auto.get(node.name))
     if npu.root.match is None and bench.root.match is None:
         _pair(npu.root, bench.root)
         count += 1
+    if auto is not None:
+        return count
     count += match_default(npu, bench)
     if fuzzy:
         count += match_fuzzy(npu, bench)

@@ -99,6 +99,8 @@ class Graph:
         self.source = ""
         self.dump: FlatDump | None = None
         """All rows of the dump (what metric modes compare)."""
+        self.auto_matches: dict[str, tuple[float, str]] = {}
+        """``--auto-match``: node name -> (confidence, why) of each automatic pair (target graph)."""
 
     @property
     def graph_id(self) -> str:

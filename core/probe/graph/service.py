@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from probe import runtime, stages
+from probe.automatch.graph import auto_node_pairs
 from probe.errors import InputError
 from probe.io import no_space, prepare_output_dir, temp_dir, write_error
 
@@ -62,6 +63,8 @@ class GraphOptions:
     overflow_rules: Path | None = None
     """Extra false-positive rules for ``-oc`` (added to ``probe/data/overflow_rules.yaml``)."""
     fuzzy_match: bool = False
+    auto_match: bool = False
+    """Pair nodes whose names differ from structure and statistics (``--auto-match``)."""
     tensor_log: bool = False
     progress_log: bool = False
     merge: list[MergeOptions] = field(default_factory=list)
@@ -149,16 +152,25 @@ def compare_pair(
 ) -> tuple[str, int]:
     """Match, compute metrics and judge one NPU/Bench graph pair; returns (task, matched)."""
     task = compare_task(npu, bench)
-    if npu.framework != bench.framework and options.layer_mapping is None and _renamer(host, npu, bench) is None:
+    if (npu.framework != bench.framework and options.layer_mapping is None and not options.auto_match
+            and _renamer(host, npu, bench) is None):
         raise InputError(
             f"is a {bench.framework} dump and the target is {npu.framework}: pass -lm/--layer_mapping", bench.source
         )
     row_pairs = _compare_pairs(npu, bench, options, host)
     matched = match_by_row_pairs(npu, bench, row_pairs) if row_pairs is not None else 0
+    auto = None
+    if options.auto_match and not merged:
+        found = auto_node_pairs(npu, bench, host)
+        auto = {name: m.golden for name, m in found.items()}
     matched += match_graphs(
         npu, bench, fuzzy=options.fuzzy_match or merged, mapping=options.layer_mapping,
-        rename=_renamer(host, npu, bench),
+        rename=_renamer(host, npu, bench), auto=auto,
     )
+    if auto is not None:  # confidences of the pairs automatic matching made (a mapping file wins)
+        npu.auto_matches = {name: (m.confidence, m.why) for name, m in found.items()
+                            if (node := npu.nodes.get(name)) is not None and node.match is not None
+                            and node.match.name == m.golden}
     pairs = [(n, n.match) for n in npu.nodes.values() if n.match is not None]
     mode, by_node = compute_metrics(pairs, npu, bench, task, host, merged=merged, row_pairs=row_pairs)
     judge_graph(by_node, mode)
