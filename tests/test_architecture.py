@@ -35,8 +35,8 @@ LAZY_CORE_MODULES = {
     ("probe/builtin/graph_commands.py", "probe.viewer.writer"),
     ("probe/builtin/graph_commands.py", "probe.graph.merge"),
     ("probe/builtin/analysis.py", "probe.diagnosis.analyzer"),
-    ("probe/builtin/analysis.py", "probe.diagnosis.command"),
-    ("probe/diagnosis/command.py", "probe.console"),
+    ("probe/builtin/analysis.py", "probe.builtin.diagnose_command"),
+    ("probe/builtin/diagnose_command.py", "probe.console"),
     ("probe/builtin/commands.py", "probe.regression.console"),
     ("probe/builtin/graph_commands.py", "probe.regression.console"),
 }

@@ -108,6 +108,13 @@ class FlatDump:
     has_md5: bool = False
     entry_count: int = 0
     skipped_entries: list[str] = field(default_factory=list)
+    entries: list[str] = field(default_factory=list)
+    """Every entry name read, in file order, including entries that gave no rows (readers
+    that leave it empty: the entries are those of ``rows``)."""
+
+    def entry_names(self) -> list[str]:
+        """The entry names in file order (from ``entries``, else from the rows)."""
+        return self.entries or list(dict.fromkeys(row.entry for row in self.rows))
 
 
 @dataclass(slots=True)

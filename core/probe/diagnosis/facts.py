@@ -15,6 +15,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
+from probe.formats.msprobe.dtypes import TORCH_PREFIX
 from probe.jsonio import read_json
 from probe.modes.common import canonical_dtype
 from probe.result import CompareResult, RowResult
@@ -166,7 +167,7 @@ def dtype_info(dtype: str) -> tuple[bool, str]:
     if info is None:
         canonical = canonical_dtype(dtype)
         floating = canonical if canonical in FLOAT_DTYPES else ""
-        info = (dtype.startswith("torch.") or bool(floating) or dtype in _MS_TENSOR_DTYPES, floating)
+        info = (dtype.startswith(TORCH_PREFIX) or bool(floating) or dtype in _MS_TENSOR_DTYPES, floating)
         if len(_DTYPES) < 4096:
             _DTYPES[dtype] = info
     return info

@@ -11,6 +11,8 @@ from typing import Any
 
 import orjson
 
+from probe.formats.msprobe.dtypes import PROCESS_GROUP, TORCH_SIZE
+from probe.formats.msprobe.names import tensor_type
 from probe.io import claim, temp_file
 from probe.model import NA, Row
 
@@ -114,18 +116,17 @@ def item_dict(row: Row, framework: str, task: str) -> dict[str, str]:
     """The stored form of one parameter item (all values strings)."""
     if row.dtype == NA and row.stats[0] is None:
         return {"value": "null"}
-    if row.dtype == "torch.ProcessGroup":
+    if row.dtype == PROCESS_GROUP:
         return {"type": row.dtype, "group_ranks": _value_text(row.stats[0]), "data_name": row.data_name}
     if row.dtype.startswith("<class"):
         kind = row.dtype[8:-2] if row.dtype.endswith("'>") else row.dtype
         item = {"type": kind, "dtype": row.dtype, "shape": row.shape}
-    elif row.dtype in ("torch.Size", "slice", "ellipsis"):
+    elif row.dtype in (TORCH_SIZE, "slice", "ellipsis"):
         item = {"type": row.dtype, "dtype": row.dtype, "shape": row.shape}
     else:
         if row.stats[0] is None:
             return {"value": "null"}
-        tensor_type = "mindspore.Tensor" if framework == "mindspore" else "torch.Tensor"
-        item = {"type": tensor_type, "dtype": row.dtype, "shape": row.shape}
+        item = {"type": tensor_type(framework), "dtype": row.dtype, "shape": row.shape}
     item["Max"], item["Min"], item["Mean"], item["Norm"] = (_value_text(v) for v in row.stats)
     item["requires_grad"] = row.requires_grad
     if task == MD5 and row.md5 is not None:

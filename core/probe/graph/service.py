@@ -27,10 +27,11 @@ from probe.graph.matching import is_pair_mapping, load_mapping, match_by_row_pai
 from probe.graph.merge import merge_side
 from probe.graph.metrics import compare_task, compute_metrics
 from probe.graph.node import BENCH, NPU, Graph, GraphNode
+from probe.graph.rules import GraphRuleSet
 from probe.graph.overflow import check_overflow, load_rules
 from probe.graph.verdict import judge_collections, judge_graph
 from probe.model import MatchContext, Pair
-from probe.plugins import Host
+from probe.plugins import Host, default_host
 from probe.viewer.writer import write_html
 
 
@@ -210,16 +211,26 @@ def _share_micro_steps(npu: Graph, bench: Graph) -> None:
     bench.micro_steps = npu.micro_steps
 
 
-def _build(source: GraphSource, side: str) -> Graph:
-    return build_graph(source.directory, side, source.step, source.rank)
+def graph_rules(host: Host | None) -> GraphRuleSet:
+    """The graph rules registered with ``host`` (the default host's without one)."""
+    return GraphRuleSet((host or default_host()).graph_rules.values())
+
+
+def _build(source: GraphSource, side: str, host: Host | None) -> Graph:
+    """The graph of one source, its dump.json read by the host's registered reader."""
+    dump_path = source.directory / "dump.json"
+    reader = stages.pick_reader(dump_path, host) if host is not None and dump_path.exists() else None
+    return build_graph(source.directory, side, source.step, source.rank, reader, graph_rules(host))
 
 
 def _build_chunk(jobs: list[tuple[GraphSource, str]]) -> list[Graph]:
-    return [_build(*job) for job in jobs]
+    return [_build(*job, _worker_host()) for job in jobs]
 
 
-def build_graphs(jobs: list[tuple[GraphSource, str]], workers: int = 1) -> list[Graph]:
+def build_graphs(jobs: list[tuple[GraphSource, str]], host: Host | None, workers: int = 1) -> list[Graph]:
     """Build the graph of every (source, side), in parallel processes when ``workers > 1``."""
+    if workers <= 1:
+        return [_build(*job, host) for job in jobs]
     return [g for chunk in runtime.parallel_map(_build_chunk, [[job] for job in jobs], workers=workers)
             for g in chunk]
 
@@ -243,11 +254,11 @@ def _process_pair(
     npu_source: GraphSource, bench_source: GraphSource | None, options: GraphOptions, rules, host: Host | None,
 ) -> tuple[list[Graph], str, int]:
     """Build, match, compute metrics and verdicts (and overflow levels) of one pair."""
-    npu = _build(npu_source, NPU)
+    npu = _build(npu_source, NPU, host)
     graphs = [npu]
     task, matched = "", 0
     if bench_source is not None:
-        bench = _build(bench_source, BENCH)
+        bench = _build(bench_source, BENCH, host)
         graphs.append(bench)
         task, matched = compare_pair(npu, bench, options, host)
     if options.overflow_check:
@@ -352,13 +363,15 @@ def _merged_graphs(kind: str, pairs, options: GraphOptions, rules, host: Host | 
     compare = options.golden is not None
     golden_sources: list[GraphSource] = []
     if compare:
-        kind_g, golden_sources = discover(options.golden)
+        kind_g, golden_sources = discover(options.golden, (host or default_host()).plan_compare)
         if kind_g != kind:
             raise InputError(f"has layout '{kind_g}' but the target path has layout '{kind}'", options.golden)
     jobs = [(s, NPU) for s, _ in pairs] + [(g, BENCH) for g in golden_sources]
-    built_all = build_graphs(jobs, 1)
-    npu_graphs = merge_side(built_all[: len(pairs)], options.merge[0], options.target)
-    bench_graphs = merge_side(built_all[len(pairs):], options.merge[-1], options.golden) if compare else []
+    built_all = build_graphs(jobs, host)
+    framework_rules = graph_rules(host)
+    npu_graphs = merge_side(built_all[: len(pairs)], options.merge[0], options.target, framework_rules)
+    bench_graphs = (merge_side(built_all[len(pairs):], options.merge[-1], options.golden, framework_rules)
+                    if compare else [])
     if compare and len(npu_graphs) != len(bench_graphs):
         raise InputError(
             f"merges into {len(bench_graphs)} graphs but the target merges into {len(npu_graphs)}; "
@@ -387,10 +400,11 @@ def run_graph(options: GraphOptions, host: Host | None = None) -> GraphRun:
     compare = options.golden is not None
     merged = bool(options.merge)
     rules = load_rules(options.overflow_rules) if options.overflow_check else None
+    plan = (host or default_host()).plan_compare
     if compare and not merged:
-        kind, pairs = pair_sources(options.target, options.golden)
+        kind, pairs = pair_sources(options.target, options.golden, plan)
     else:
-        kind, sources = discover(options.target)
+        kind, sources = discover(options.target, plan)
         pairs = [(s, None) for s in sources]
     progress = Progress(options.progress_log, len(pairs) + 1)
     if options.file_type == "json":

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from probe.formats.msprobe.dtypes import canonical_dtype
+from probe.formats.msprobe.names import NON_TENSOR_DTYPES
 from probe.model import NA, Row
 from probe.result import RowResult
 
@@ -130,7 +131,7 @@ def is_nan_or_inf(value: Any) -> bool:
     return False
 
 
-_NON_TENSOR_DTYPES = frozenset({"torch.Size", "slice", "ellipsis", "torch.ProcessGroup"})
+_NON_TENSOR_DTYPES = NON_TENSOR_DTYPES - {"N/A"}
 _STAT_NAMES = ("max", "min", "mean", "norm")
 _SPECIAL_TEXTS = frozenset({"nan", "inf", "+inf", "-inf"})
 
