@@ -116,7 +116,7 @@ def test_statistics_verdict_matches_spec_example(tmp_path):
     node = npu.nodes["Functional.conv2d.0.backward"]
     # the output norm error is amplified > 10x over the inputs': rule 7 -> warning (as in the spec)
     assert node.precision == 0.5
-    from probe.graph.metrics import as_float
+    from probe.numbers import cell_number as as_float
 
     def norm_err(rows):
         return max(abs(as_float(node.metrics[r.name]["NormRelativeErr"]) or 0) for r in rows)

@@ -21,6 +21,7 @@ from probe.formats.msprobe.names import COMM_PREFIXES, IGNORED_OPS, IGNORED_OUTP
 from probe.model import NA
 from probe.modes.common import is_nan_or_inf
 from probe.modes.statistics import StatisticsMode, stat_difference
+from probe.numbers import as_number
 from probe.result import CompareResult, RowResult
 
 REL_COLUMNS = ("MaxRelativeErr", "MinRelativeErr", "MeanRelativeErr", "NormRelativeErr")
@@ -82,19 +83,6 @@ def _fraction(text: str) -> float | None:
     return None
 
 
-def _as_float(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
-
-
 def row_deviation(record: RowResult, md5: bool = False) -> float:
     """How far a matched target row is from its golden row, scale-aware, 0 when identical.
 
@@ -108,8 +96,8 @@ def row_deviation(record: RowResult, md5: bool = False) -> float:
         return 0.0
     if md5:
         return 0.0 if t.md5 == g.md5 else math.inf
-    tmax, tmin, _, tnorm = (_as_float(v) for v in t.stats)
-    gmax, gmin, _, gnorm = (_as_float(v) for v in g.stats)
+    tmax, tmin, _, tnorm = (as_number(v) for v in t.stats)
+    gmax, gmin, _, gnorm = (as_number(v) for v in g.stats)
     if None in (tmax, tmin, gmax, gmin):
         if [str(v) for v in t.stats] != [str(v) for v in g.stats]:
             return _cosine_fallback(record)
@@ -137,7 +125,7 @@ def _rel(delta: float, scale: float) -> float:
 def _cosine_fallback(record: RowResult) -> float:
     metrics = record.metrics
     if metrics:
-        cos = _as_float(metrics[0])
+        cos = as_number(metrics[0])
         if cos is not None and not math.isnan(cos):
             return max(0.0, 1.0 - cos)
     return 0.0
@@ -243,7 +231,7 @@ def _peer_values(records: Iterable[RowResult]) -> dict[str, Any]:
             if ranks is not None:
                 facts["group"] = ranks
         elif last in PEER_KEYS:
-            value = _as_float(t.stats[0])
+            value = as_number(t.stats[0])
             if value is not None:
                 facts[last] = int(value)
         if t.extra and t.extra.get("peer") is not None:
@@ -252,7 +240,7 @@ def _peer_values(records: Iterable[RowResult]) -> dict[str, Any]:
     for record in records:
         t = record.pair.target
         if t.state == "input" and t.name.endswith(".input.1") and t.dtype == "<class 'int'>" and "positional" not in facts:
-            value = _as_float(t.stats[0])
+            value = as_number(t.stats[0])
             if value is not None:
                 facts["positional"] = int(value)
     return facts

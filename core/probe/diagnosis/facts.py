@@ -18,6 +18,7 @@ from typing import Any
 from probe.formats.msprobe.dtypes import TORCH_PREFIX
 from probe.jsonio import read_json
 from probe.modes.common import canonical_dtype
+from probe.numbers import as_number
 from probe.result import CompareResult, RowResult
 
 FLOAT_DTYPES = frozenset({"float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2",
@@ -88,19 +89,6 @@ class RankFacts:
     mode: str = "statistics"
 
 
-def _float(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
-
-
 def _bad(value: float | None) -> bool:
     return value is not None and not math.isfinite(value)
 
@@ -130,8 +118,8 @@ def stats_deviation(t: tuple[Any, ...], g: tuple[Any, ...]) -> tuple[float, bool
             if norm > dev:
                 dev = norm
         return dev, False, False
-    tvals = [_float(v) for v in t]
-    gvals = [_float(v) for v in g]
+    tvals = [as_number(v) for v in t]
+    gvals = [as_number(v) for v in g]
     t_bad = any(_bad(v) for v in tvals)
     g_bad = any(_bad(v) for v in gvals)
     if t_bad or g_bad:
@@ -180,11 +168,11 @@ def _is_tensor(row: Any) -> bool:
 def _fingerprint(row: Any) -> tuple[float | None, ...] | None:
     """Max and Min of a tensor: unchanged by views, transposes and casts, so an input that
     shows an earlier output's pair was (almost surely) produced by that call."""
-    high, low = _float(row.stats[0]), _float(row.stats[1])
+    high, low = as_number(row.stats[0]), as_number(row.stats[1])
     if high is None or low is None:
         return None
     if high == low:  # a constant tensor (or one element): its Norm tells the size apart
-        return high, low, _float(row.stats[3])
+        return high, low, as_number(row.stats[3])
     return high, low
 
 
@@ -271,8 +259,8 @@ def _row_dev(record: RowResult, tensor_mode: bool) -> tuple[float, bool, bool]:
     if t.shape != g.shape:  # a structure difference: no precision deviation between different shapes
         return 0.0, t_bad, g_bad
     if tensor_mode and not t_bad and not g_bad:
-        dist = _float(record.metrics[EUC_DIST]) if len(record.metrics) > EUC_DIST else None
-        gnorm = _float(g.stats[3])
+        dist = as_number(record.metrics[EUC_DIST]) if len(record.metrics) > EUC_DIST else None
+        gnorm = as_number(g.stats[3])
         if dist is not None and gnorm and math.isfinite(dist):
             dev = max(dev, dist / max(abs(gnorm), 1e-30))
     return dev, t_bad, g_bad
@@ -352,7 +340,7 @@ def node_facts(entry: str, order: int, records: list[RowResult], tensor_mode: bo
         if state == "output":
             nan_out = nan_out or nan
             if backward and _numel(t.shape) * REDUCTION < in_numel:
-                norm = _float(g.stats[3])
+                norm = as_number(g.stats[3])
                 if norm is not None and norm < TINY * in_norm:
                     dev = 0.0  # a sum that cancels to about zero (a bias before a norm layer): no relative error
                 if dev > reduced_dev or not worst_reduced:
@@ -366,7 +354,7 @@ def node_facts(entry: str, order: int, records: list[RowResult], tensor_mode: bo
                 width = last
             if backward:
                 in_numel = max(in_numel, _numel(t.shape))
-                norm = _float(g.stats[3])
+                norm = as_number(g.stats[3])
                 if norm is not None and norm > in_norm:
                     in_norm = norm
             nan_in = nan_in or nan

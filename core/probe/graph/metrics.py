@@ -155,22 +155,6 @@ def _text(value: object) -> str:
     return str(value).strip() if isinstance(value, str) else str(value)
 
 
-def as_float(value: object) -> float | None:
-    """Parse a rendered metric (``"45.07%"`` -> 0.4507, ``"0.99"``, ``"N/A"`` -> None)."""
-    if value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    text = str(value).strip()
-    scale = 1.0
-    if text.endswith("%"):
-        text, scale = text[:-1], 0.01
-    try:
-        return float(text) * scale
-    except ValueError:
-        return None
-
-
 def row_map(rows: Sequence[Row]) -> dict[str, Row]:
     """Rows by name."""
     return {r.name: r for r in rows}

@@ -23,6 +23,7 @@ import orjson
 
 from probe.errors import InputError
 from probe.io import atomic_path, atomic_write, unique_path
+from probe.numbers import cell_number
 from probe.viewer.page import render_page
 
 #: points kept per series for drawing (each bucket keeps its highest and lowest error)
@@ -31,24 +32,6 @@ DRAW_BUCKETS = 1500
 MAX_RUNS = 400
 STAT_METRICS = ("NormRelativeErr", "MaxRelativeErr")
 
-
-def _number(value: Any) -> float | None:
-    """A float from a number or a report cell (``"0.12%"`` is 0.0012); None when not a number."""
-    kind = type(value)
-    if kind is float:
-        return value
-    if kind is int:
-        return float(value)
-    if kind is not str:
-        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-    text = value.strip()
-    scale = 1.0
-    if text.endswith("%"):
-        text, scale = text[:-1], 0.01
-    try:
-        return float(text) * scale
-    except ValueError:
-        return None
 
 
 def _finite(value: float | None) -> float | None:
@@ -62,11 +45,11 @@ def key_error(items: Mapping[str, Any]) -> float | None:
     for item in items.values():
         if not isinstance(item, Mapping):
             continue
-        cosine = _number(item.get("Cosine"))
+        cosine = cell_number(item.get("Cosine"))
         if cosine is not None:
             value: float | None = 1.0 - cosine
         else:
-            value = next((v for v in (_number(item.get(k)) for k in STAT_METRICS) if v is not None), None)
+            value = next((v for v in (cell_number(item.get(k)) for k in STAT_METRICS) if v is not None), None)
         if value is None:
             continue
         value = abs(value)
@@ -133,11 +116,11 @@ def _series(entry: Mapping[str, Any], suspects: Sequence[Mapping[str, Any]], buc
     if not isinstance(points, list):
         raise InputError("diagnosis series 'points' is not a list")
     points = [p for p in points if type(p) is dict or isinstance(p, Mapping)]
-    orders = [_number(p.get("order")) or 0.0 for p in points]
+    orders = [cell_number(p.get("order")) or 0.0 for p in points]
     if any(a > b for a, b in zip(orders, orders[1:])):
         ranked = sorted(range(len(points)), key=orders.__getitem__)
         points, orders = [points[i] for i in ranked], [orders[i] for i in ranked]
-    errors = [_number(p.get("error")) for p in points]
+    errors = [cell_number(p.get("error")) for p in points]
     errors = [e if e is None or math.isfinite(e) else math.inf for e in errors]  # NaN/inf: drawn on top
     rank, step = entry.get("rank"), entry.get("step")
     numbered: dict[str, int] = {}
@@ -161,7 +144,7 @@ def _series(entry: Mapping[str, Any], suspects: Sequence[Mapping[str, Any]], buc
         "total": len(points),
         "order": [orders[i] for i in chosen],
         "error": [None if errors[i] == math.inf else errors[i] for i in chosen],
-        "floor": [_finite(_number(p.get("floor"))) for p in picked],
+        "floor": [_finite(cell_number(p.get("floor"))) for p in picked],
         "suspect": [marks.get(i, 0) for i in chosen],
         "node": [str(p.get("node", "")) for p in picked],
         "module": [str(p.get("module") or "") for p in picked],
@@ -185,7 +168,7 @@ def chart_data(diagnosis: Mapping[str, Any], buckets: int = DRAW_BUCKETS, metric
         "metric": metric or str(diagnosis.get("metric") or "relative output error"),
         "suspects": [
             {"node": str(s.get("node", "")), "rank": s.get("rank", 0), "step": s.get("step", 0),
-             "kind": str(s.get("kind", "")), "score": _number(s.get("score")), "evidence": str(s.get("evidence", ""))}
+             "kind": str(s.get("kind", "")), "score": cell_number(s.get("score")), "evidence": str(s.get("evidence", ""))}
             for s in suspects
         ],
         "series": [_series(entry, suspects, buckets) for entry in series if isinstance(entry, Mapping)],
