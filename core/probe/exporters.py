@@ -16,6 +16,8 @@ from typing import Any
 import orjson
 
 from probe import runtime
+from probe.csvtext import FORMULA_START as _FORMULA_START
+from probe.csvtext import csv_lines, neutralise_formula
 from probe.io import atomic_path, atomic_write
 from probe.modes.common import STACK_COLUMN, STAT_COLUMNS
 from probe.result import CompareResult
@@ -28,20 +30,10 @@ SPLIT_MIN_ROWS = 20_000
 """Reports with at least this many rows are rendered by two processes (see :mod:`probe.runtime`)."""
 XLSX_MAX_ROWS = 1_048_500
 HIGHLIGHT_COLUMN = "Highlight"
-_FORMULA_START = ("=", "+", "-", "@", "%", "＝", "＋", "－", "＠", "％")
 _FORMULA_FIRST = frozenset(_FORMULA_START)
 _INF = math.inf
-
-
-def neutralise_formula(value: str) -> str:
-    """Prefix text that a spreadsheet would run as a formula with ``'``; numbers are kept."""
-    if value.startswith(_FORMULA_START):
-        try:
-            float(value)
-            return value
-        except ValueError:
-            return "'" + value
-    return value
+COLUMN_CHUNK = 32768
+"""Rows rendered together when a mode renders whole columns (bounded memory, bulk speed)."""
 
 
 def _rows(result: CompareResult, inf_text: tuple[str, str]) -> Iterator[list[Any]]:
@@ -68,6 +60,8 @@ class CsvExporter:
 
     def write(self, result: CompareResult, path: Path) -> list[Path]:
         columns = result.columns
+        if getattr(result.mode, "render_columns", None) is not None and not result.extra_columns:
+            return self._write_columns(result, path, columns)
         stack = columns.index(STACK_COLUMN) if STACK_COLUMN in columns else None
         if len(result) <= self.max_rows:
             if len(result) >= SPLIT_MIN_ROWS and runtime.allowed():
@@ -83,11 +77,43 @@ class CsvExporter:
             written.append(part)
         return written
 
+    def _write_columns(self, result: CompareResult, path: Path, columns: list[str]) -> list[Path]:
+        """Write a report whose mode renders whole columns (see :mod:`probe.csvtext`)."""
+        total = len(result)
+        header = _header(columns)
+        if total <= self.max_rows:
+            with atomic_write(path, "w", encoding="utf-8", newline="") as handle:
+                handle.write(header)
+                _write_column_range(handle, result, columns, 0, total)
+            return [path]
+        written = []
+        for index, start in enumerate(range(0, total, self.max_rows), 1):
+            part = path.with_name(f"{path.stem}_part_{index}{path.suffix}")
+            with atomic_write(part, "w", encoding="utf-8", newline="") as handle:
+                handle.write(header)
+                _write_column_range(handle, result, columns, start, min(total, start + self.max_rows))
+            written.append(part)
+        return written
+
     @staticmethod
     def _write_file(path: Path, columns: list[str], rows: Iterable[list[Any]], stack: int | None = None) -> None:
         with atomic_write(path, "w", encoding="utf-8", newline="") as handle:
             csv.writer(handle, lineterminator="\n").writerow(columns)
             _write_body(handle, rows, stack)
+
+
+def _header(columns: list[str]) -> str:
+    lines = _Lines()
+    csv.writer(lines, lineterminator="\n").writerow(columns)
+    return lines[0]
+
+
+def _write_column_range(handle: Any, result: CompareResult, columns: list[str], start: int, stop: int) -> None:
+    """CSV lines of rows ``start:stop`` of ``result``, rendered a chunk of columns at a time."""
+    stat_index = [columns.index(c) for c in STAT_COLUMNS if c in columns]
+    for begin in range(start, stop, COLUMN_CHUNK):
+        table = result.table_columns(begin, min(stop, begin + COLUMN_CHUNK))
+        handle.write(csv_lines(table, stat_index, CSV_INF))
 
 
 def _write_body(handle: Any, rows: Iterable[list[Any]], stack: int | None) -> None:
