@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import probe
 from probe.csvtext import csv_lines, neutralise_formula
-from probe.exporters import CSV_INF, _rows
+from probe.exporters import CSV_INF, _column_rows, _rows
 from probe.modes.common import STAT_COLUMNS
 from probe.modes.stat_columns import difference_columns
 from probe.modes.statistics import stat_difference
@@ -100,3 +100,5 @@ def test_render_columns_equal_render(case: str, mode: str) -> None:
     stat_index = [result.columns.index(c) for c in STAT_COLUMNS if c in result.columns]
     assert csv_lines(columns, stat_index, CSV_INF) == writer_text(rows, stat_index, CSV_INF)
     assert "".join(csv_lines(columns, stat_index, CSV_INF)) == writer_text(list(_rows(result, CSV_INF)), [], CSV_INF)
+    for inf_text in (CSV_INF, ("inf", "-inf")):  # the xlsx exporter's rows
+        assert list(_column_rows(result, inf_text)) == list(_rows(result, inf_text))

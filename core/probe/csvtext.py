@@ -46,9 +46,7 @@ def quote(text: str) -> str:
 
 def text_cell(value: str) -> str:
     """A text cell as the CSV shows it: formula-safe, then quoted if needed."""
-    if value[:1] in _FORMULA_FIRST:
-        value = neutralise_formula(value)
-    return quote(value)
+    return quote(text_cell_safe(value))
 
 
 def _plain_texts(column: Sequence[str]) -> bool:
@@ -86,7 +84,7 @@ def column_texts(column: Sequence[Any], stat: bool = False, inf_text: tuple[str,
         out = list(map(repr, column))
         try:
             finite = -_INF < math.fsum(column) < _INF  # NaN and infinities make the sum non-finite
-        except OverflowError:
+        except (OverflowError, ValueError):  # huge sums; inf and -inf together
             finite = False
         if finite:
             return out
@@ -120,6 +118,37 @@ def column_texts(column: Sequence[Any], stat: bool = False, inf_text: tuple[str,
         else:
             append(str(value))
     return out
+
+
+def safe_cells(column: Sequence[Any], stat: bool, inf_text: tuple[str, str]) -> Sequence[Any]:
+    """A column with the exporters' spreadsheet rules applied and values kept as values:
+    formula text prefixed with ``'``, infinite floats of ``stat`` columns as ``inf_text``."""
+    types = set(map(type, column))
+    if types == _STR:
+        if {s[:1] for s in column}.isdisjoint(_FORMULA_FIRST):
+            return column
+        return [text_cell_safe(v) for v in column]
+    if types == _FLOAT:
+        try:
+            if not stat or -_INF < math.fsum(column) < _INF:
+                return column
+        except (OverflowError, ValueError):  # huge sums; inf and -inf together
+            pass
+    pos_inf, neg_inf = inf_text
+    out = []
+    for value in column:
+        cls = value.__class__
+        if cls is str:
+            value = text_cell_safe(value)
+        elif stat and cls is float and (value == _INF or value == -_INF):
+            value = pos_inf if value > 0 else neg_inf
+        out.append(value)
+    return out
+
+
+def text_cell_safe(value: str) -> str:
+    """Formula text prefixed with ``'`` (no CSV quoting)."""
+    return neutralise_formula(value) if value[:1] in _FORMULA_FIRST else value
 
 
 def csv_lines(columns: Sequence[Sequence[Any]], stat_columns: Sequence[int] = (),

@@ -17,7 +17,7 @@ import orjson
 
 from probe import runtime
 from probe.csvtext import FORMULA_START as _FORMULA_START
-from probe.csvtext import csv_lines, neutralise_formula
+from probe.csvtext import csv_lines, neutralise_formula, safe_cells
 from probe.io import atomic_path, atomic_write
 from probe.modes.common import STACK_COLUMN, STAT_COLUMNS
 from probe.result import CompareResult
@@ -32,7 +32,7 @@ XLSX_MAX_ROWS = 1_048_500
 HIGHLIGHT_COLUMN = "Highlight"
 _FORMULA_FIRST = frozenset(_FORMULA_START)
 _INF = math.inf
-COLUMN_CHUNK = 32768
+COLUMN_CHUNK = 8192
 """Rows rendered together when a mode renders whole columns (bounded memory, bulk speed)."""
 
 
@@ -49,6 +49,16 @@ def _rows(result: CompareResult, inf_text: tuple[str, str]) -> Iterator[list[Any
                 row[i] = pos_inf if value > 0 else neg_inf
         # only text starting with a formula character needs a closer look
         yield [neutralise_formula(v) if isinstance(v, str) and v[:1] in starts else v for v in row]
+
+
+def _column_rows(result: CompareResult, inf_text: tuple[str, str]) -> Iterator[list[Any]]:
+    """:func:`_rows` of a result whose mode renders whole columns, a chunk at a time."""
+    columns = result.columns
+    stat_index = {columns.index(c) for c in STAT_COLUMNS if c in columns}
+    for begin in range(0, len(result), COLUMN_CHUNK):
+        table = result.table_columns(begin, begin + COLUMN_CHUNK)
+        safe = [safe_cells(col, i in stat_index, inf_text) for i, col in enumerate(table)]
+        yield from map(list, zip(*safe))
 
 
 class CsvExporter:
@@ -212,7 +222,10 @@ class XlsxExporter:
         total = len(result)
         sheets = max(1, math.ceil(total / self.max_rows))
         per_sheet = math.ceil(total / sheets) if total else 0
-        rows = _rows(result, ("inf", "-inf"))
+        if getattr(result.mode, "render_columns", None) is not None and not result.extra_columns:
+            rows = _column_rows(result, ("inf", "-inf"))
+        else:
+            rows = _rows(result, ("inf", "-inf"))
         with atomic_path(path) as tmp, XlsxWriter(tmp) as book:
             for index in range(sheets):
                 count = min(per_sheet, total - index * per_sheet)
