@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import compress, repeat
 from typing import Any
 
 FORMULA_START = ("=", "+", "-", "@", "%", "＝", "＋", "－", "＠", "％")
@@ -49,15 +50,31 @@ def text_cell(value: str) -> str:
     return quote(text_cell_safe(value))
 
 
-def _plain_texts(column: Sequence[str]) -> bool:
-    """Whether every text of an all-``str`` column is written as it is."""
-    joined = "\x00".join(column)
-    if any(ch in joined for ch in _SPECIAL):
-        return False
-    if "\x00" not in joined:  # zero or one cell
-        return joined[:1] not in _FORMULA_FIRST
-    firsts = {s[:1] for s in column}
-    return firsts.isdisjoint(_FORMULA_FIRST)
+def formula_safe(column: Sequence[str]) -> Sequence[str]:
+    """An all-``str`` column with :func:`neutralise_formula` applied (the column itself when
+    no cell changes: no cell starts with a formula character, or all such cells are numbers)."""
+    starts = list(map(str.startswith, column, repeat(FORMULA_START)))
+    if not any(starts):
+        return column
+    try:
+        list(map(float, compress(column, starts)))  # "-1.5", "-inf": numbers stay as they are
+        return column
+    except ValueError:
+        return [neutralise_formula(v) if first else v for v, first in zip(column, starts)]
+
+
+def _quoted(column: Sequence[str]) -> list[str]:
+    """:func:`quote` of every cell (repeated texts such as stack info quoted once)."""
+    cache: dict[str, str] = {}
+    out = []
+    for value in column:
+        text = cache.get(value)
+        if text is None:
+            text = quote(value)
+            if len(cache) < 65536:
+                cache[value] = text
+        out.append(text)
+    return out
 
 
 def column_texts(column: Sequence[Any], stat: bool = False, inf_text: tuple[str, str] = (" inf", " -inf")) -> list[str]:
@@ -68,18 +85,11 @@ def column_texts(column: Sequence[Any], stat: bool = False, inf_text: tuple[str,
     """
     types = set(map(type, column))
     if types == _STR:
-        if _plain_texts(column):
-            return column if isinstance(column, list) else list(column)
-        cache: dict[str, str] = {}
-        out = []
-        for value in column:
-            text = cache.get(value)
-            if text is None:
-                text = text_cell(value)
-                if len(cache) < 65536:
-                    cache[value] = text
-            out.append(text)
-        return out
+        column = formula_safe(column)
+        joined = "\x00".join(column)
+        if any(ch in joined for ch in _SPECIAL):
+            return _quoted(column)
+        return column if isinstance(column, list) else list(column)
     if types == _FLOAT:
         out = list(map(repr, column))
         try:
@@ -125,9 +135,7 @@ def safe_cells(column: Sequence[Any], stat: bool, inf_text: tuple[str, str]) -> 
     formula text prefixed with ``'``, infinite floats of ``stat`` columns as ``inf_text``."""
     types = set(map(type, column))
     if types == _STR:
-        if {s[:1] for s in column}.isdisjoint(_FORMULA_FIRST):
-            return column
-        return [text_cell_safe(v) for v in column]
+        return formula_safe(column)
     if types == _FLOAT:
         try:
             if not stat or -_INF < math.fsum(column) < _INF:
