@@ -315,7 +315,8 @@ def judge_group(group: list[RowResult], cross_rules) -> None:
             and t.stats[0] != g.stats[0]
         ):
             r.raise_to(ERROR, common.MSG_SCALAR)
-        if not common.same_dtype(t.dtype, g.dtype) and "qkv" not in g.name and "gate_up" not in g.name:
+        if (t.dtype != g.dtype and not common.same_dtype(t.dtype, g.dtype)
+                and "qkv" not in g.name and "gate_up" not in g.name):
             r.raise_to(ERROR, common.MSG_DTYPE)
         if t.shape != g.shape:
             r.raise_to(ERROR, common.MSG_SHAPE)
