@@ -21,7 +21,7 @@ from pathlib import Path
 
 DATA = Path(__file__).parent / "data"
 DIGESTS = DATA / "report_digests.json"
-_STAMP = re.compile(r"_\d{14}(?=[._])")
+_STAMP = re.compile(r"_\d{14}(?:_\d+)?(?=[._])")
 
 
 def snapshot_cases() -> Iterator[tuple[Path, str, list[str]]]:
@@ -49,11 +49,20 @@ def probe_argv(argv: list[str], out: Path) -> list[str]:
 
 
 def collect(out: Path) -> dict[str, str]:
-    """Digest of every file under ``out`` by relative path, timestamps in names replaced by ``TS``."""
-    files = {}
-    for path in sorted(out.rglob("*")):
-        if path.is_file():
-            files[_STAMP.sub("_TS", path.relative_to(out).as_posix())] = digest(path)
+    """Digest of every file under ``out`` by relative path, timestamps in names replaced by ``TS``.
+
+    A name met twice once normalized (a report and a ``-da`` file written in different seconds,
+    or the ``_1`` a writer adds in the same second) is numbered ``#2``... in writing order.
+    """
+    files: dict[str, str] = {}
+    paths = [p for p in out.rglob("*") if p.is_file()]
+    keyed = sorted((_STAMP.sub("_TS", p.relative_to(out).as_posix()), p.stat().st_mtime_ns, p.name, p) for p in paths)
+    for key, _, _, path in keyed:
+        name, count = key, 1
+        while name in files:
+            count += 1
+            name = f"{key}#{count}"
+        files[name] = digest(path)
     return files
 
 

@@ -13,7 +13,7 @@ PLUGIN_DIRS = sorted(ROOT.glob("plugins/*/probe_*")) + [ROOT / "tests" / "plugin
 
 LAZY_ALLOWED = {
     # optional or heavy third-party modules, imported where they are first needed
-    "numpy", "yaml", "rich", "openpyxl", "dask", "torch", "tensorboard", "selenium",
+    "numpy", "yaml", "rich", "openpyxl", "dask", "torch", "tensorboard", "selenium", "matplotlib",
     "concurrent", "multiprocessing", "tempfile", "shutil", "pickle", "importlib",
 }
 """Top-level package names a core function may import lazily (start-up time, optional extras)."""
@@ -31,6 +31,9 @@ LAZY_CORE_MODULES = {
     ("probe/builtin/graph_commands.py", "probe.graph.service"),
     ("probe/builtin/graph_commands.py", "probe.viewer.writer"),
     ("probe/builtin/graph_commands.py", "probe.graph.merge"),
+    ("probe/builtin/analysis.py", "probe.diagnosis.analyzer"),
+    ("probe/builtin/analysis.py", "probe.diagnosis.command"),
+    ("probe/diagnosis/command.py", "probe.console"),
 }
 """(file, probe module) pairs kept lazy because the module imports numpy, yaml or rich."""
 

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import probe
-from probe.csvtext import csv_lines, neutralise_formula
+from probe.cells import safe_row
+from probe.csvtext import csv_lines
 from probe.exporters import CSV_INF, _column_rows, _rows
 from probe.modes.common import STAT_COLUMNS
 from probe.modes.stat_columns import difference_columns
@@ -22,7 +23,8 @@ DATA = Path(__file__).parent / "data" / "pytorch"
 
 cells = st.one_of(
     st.text(max_size=12),
-    st.sampled_from(["=SUM(A1)", "-1.5", "-inf", "+x", "a,b", 'q"q', "x\ny", "x\rz", "@", "", "N/A", "Nan"]),
+    st.sampled_from(["=SUM(A1)", "-1.5", "-inf", "+x", "a,b", 'q"q', "x\ny", "x\rz", "@", "", "N/A", "Nan",
+                     "|cmd", " =1", "\tx", "-1_0", "-١", "－1", "-1e5", "-Infinity", "- 1", " -inf", "-1\x1c"]),
     st.floats(allow_nan=True, allow_infinity=True),
     st.integers(-10**20, 10**20),
     st.booleans(),
@@ -41,7 +43,7 @@ def writer_text(rows: list[list], stat_index: list[int], inf_text: tuple[str, st
             value = row[i]
             if isinstance(value, float) and math.isinf(value):
                 row[i] = pos_inf if value > 0 else neg_inf
-        writer.writerow([neutralise_formula(v) if isinstance(v, str) else v for v in row])
+        writer.writerow(safe_row(row))
     return buffer.getvalue()
 
 

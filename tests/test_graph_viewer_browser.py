@@ -2,47 +2,16 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from pathlib import Path
-
 import pytest
 
 from graph_helpers import run
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = "/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists() else shutil.which("chromedriver")
+from viewer_browser import browser, wait  # noqa: F401  (browser is a fixture)
 
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture()
-def browser():
-    if not CHROMIUM or not DRIVER:
-        pytest.skip("headless Chromium/chromedriver not installed (run .ci/install-browser.sh)")
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium not installed (pip install -r tests/requirements-graph.txt)")
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="probe-chromium-")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--user-data-dir={profile}", "--window-size=1600,1000"):
-        opts.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
-    driver.implicitly_wait(0)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
-
-
 def _wait(driver, predicate, timeout=10.0):
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(driver, timeout).until(lambda d: predicate(d))
+    return wait(driver, predicate, timeout)
 
 
 def test_viewer_search_filter_expand(browser, tmp_path):

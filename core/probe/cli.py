@@ -6,9 +6,10 @@ import argparse
 import logging
 import sys
 
-from probe.version import __version__
 from probe.errors import ProbeError
+from probe.io import os_error
 from probe.plugins import Host
+from probe.version import __version__
 
 MAIN_EPILOG = """examples:
   probe compare -tp target/dump.json -gp golden/dump.json -o out
@@ -53,7 +54,7 @@ def build_parser(host) -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
         )
         command.add_arguments(cmd_parser)
-        if command.name == "compare":
+        if command.name in ("compare", "diagnose"):
             host.add_compare_options(parser=cmd_parser)
         cmd_parser.set_defaults(handler=command)
     return parser
@@ -80,6 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     except ProbeError as exc:
         print(f"probe: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:  # an unreadable directory, a full disk: one line, exit 2
+        error = os_error(exc)
+        print(f"probe: error: {error}", file=sys.stderr)
+        return error.exit_code
     except KeyboardInterrupt:
         print("probe: interrupted", file=sys.stderr)
         return 130

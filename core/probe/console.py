@@ -94,7 +94,8 @@ def report(outcomes: list[JobOutcome], request: CompareRequest, fail_on: str) ->
             )
         out.print(table)
         if total.first_error:
-            out.print(f"first error: [bold]{total.first_error}[/bold]")
+            out.print(f"first error: [bold]{total.first_error}[/bold] [dim](first row over msProbe's thresholds; "
+                      f"the diagnosis below ranks the suspects)[/dim]")
         for path in files:
             out.print(f"report: {path}")
     for outcome in failed:

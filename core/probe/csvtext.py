@@ -3,11 +3,11 @@
 The exporters used to hand every row to ``csv.writer`` as a list of Python values; at a
 few hundred thousand rows that per-row work was most of a statistics compare. Here a
 report arrives as columns (see ``MetricMode.render_columns``): each column is turned into
-its cell texts in one pass (text columns without a comma, quote or newline pass through
-untouched; repeated texts are converted once), and lines are joined from the columns.
-The result equals ``csv.writer(lineterminator="\\n")`` with minimal quoting after the
-exporters' spreadsheet-safety rules (formula text prefixed with ``'``, infinite
-statistics as ``inf_text``); ``tests/test_csv_columns.py`` checks that on random cells.
+its cell texts in a few C-level passes (text columns without a comma, quote or newline
+pass through untouched; repeated texts are quoted once), and lines are joined from the
+columns. The result equals ``csv.writer(lineterminator="\\n")`` with minimal quoting after
+the spreadsheet rule of :mod:`probe.cells` and with infinite statistics as ``inf_text``;
+``tests/test_csv_columns.py`` checks that on random cells and on every report kind.
 """
 
 from __future__ import annotations
@@ -17,25 +17,17 @@ from collections.abc import Sequence
 from itertools import compress, repeat
 from typing import Any
 
-FORMULA_START = ("=", "+", "-", "@", "%", "＝", "＋", "－", "＠", "％")
-_FORMULA_FIRST = frozenset(FORMULA_START)
+from probe.cells import SUSPECT_START, needs_care, safe_cell
+
+_SUSPECT = tuple(SUSPECT_START)
+_NUMBER_CHARS = frozenset("0123456789.eE+-infatyINFATY")
+"""Characters of texts that ``float`` reads exactly when :mod:`probe.cells` calls them numbers."""
 _SPECIAL = (",", '"', "\n")
 """Characters that make ``csv.writer`` (``QUOTE_MINIMAL``, ``\\n`` line end) quote a field."""
 _INF = math.inf
 _STR = {str}
 _FLOAT = {float}
 _BOOL_INT = {bool, int}
-
-
-def neutralise_formula(value: str) -> str:
-    """Prefix text that a spreadsheet would run as a formula with ``'``; numbers are kept."""
-    if value.startswith(FORMULA_START):
-        try:
-            float(value)
-            return value
-        except ValueError:
-            return "'" + value
-    return value
 
 
 def quote(text: str) -> str:
@@ -45,22 +37,26 @@ def quote(text: str) -> str:
     return text
 
 
-def text_cell(value: str) -> str:
-    """A text cell as the CSV shows it: formula-safe, then quoted if needed."""
-    return quote(text_cell_safe(value))
-
-
 def formula_safe(column: Sequence[str]) -> Sequence[str]:
-    """An all-``str`` column with :func:`neutralise_formula` applied (the column itself when
-    no cell changes: no cell starts with a formula character, or all such cells are numbers)."""
-    starts = list(map(str.startswith, column, repeat(FORMULA_START)))
-    if not any(starts):
+    """An all-``str`` column with :func:`probe.cells.safe_cell` applied where needed.
+
+    Returns the column itself when no cell changes: no cell starts with a suspect
+    character, or all that do are plain numbers (``-1.5``, ``-inf``; checked with ``float``
+    over an alphabet where ``float`` and :mod:`probe.cells` agree).
+    """
+    flags = list(map(str.startswith, column, repeat(_SUSPECT)))
+    if "\r" in "".join(column):
+        return [safe_cell(v) if needs_care(v) else v for v in column]
+    if not any(flags):
         return column
-    try:
-        list(map(float, compress(column, starts)))  # "-1.5", "-inf": numbers stay as they are
-        return column
-    except ValueError:
-        return [neutralise_formula(v) if first else v for v, first in zip(column, starts)]
+    suspects = list(compress(column, flags))
+    if set("".join(suspects)) <= _NUMBER_CHARS:
+        try:
+            list(map(float, suspects))
+            return column
+        except ValueError:
+            pass
+    return [safe_cell(v) if flag else v for v, flag in zip(column, flags)]
 
 
 def _quoted(column: Sequence[str]) -> list[str]:
@@ -77,6 +73,14 @@ def _quoted(column: Sequence[str]) -> list[str]:
     return out
 
 
+def _finite_floats(column: Sequence[float]) -> bool:
+    """Whether a column of floats holds no NaN or infinity (one C-level sum)."""
+    try:
+        return -_INF < math.fsum(column) < _INF
+    except (OverflowError, ValueError):  # huge sums; inf and -inf together
+        return False
+
+
 def column_texts(column: Sequence[Any], stat: bool = False, inf_text: tuple[str, str] = (" inf", " -inf")) -> list[str]:
     """The CSV field text of every cell of one column.
 
@@ -90,24 +94,18 @@ def column_texts(column: Sequence[Any], stat: bool = False, inf_text: tuple[str,
         if any(ch in joined for ch in _SPECIAL):
             return _quoted(column)
         return column if isinstance(column, list) else list(column)
+    pos_inf, neg_inf = inf_text if stat else ("inf", "-inf")
     if types == _FLOAT:
         out = list(map(repr, column))
-        try:
-            finite = -_INF < math.fsum(column) < _INF  # NaN and infinities make the sum non-finite
-        except (OverflowError, ValueError):  # huge sums; inf and -inf together
-            finite = False
-        if finite:
-            return out
-        pos_inf, neg_inf = inf_text if stat else ("inf", "-inf")
-        for i, text in enumerate(out):
-            if text == "inf":
-                out[i] = pos_inf
-            elif text == "-inf":
-                out[i] = neg_inf
+        if not _finite_floats(column):
+            for i, text in enumerate(out):
+                if text == "inf":
+                    out[i] = pos_inf
+                elif text == "-inf":
+                    out[i] = neg_inf
         return out
     if types <= _BOOL_INT:
         return list(map(str, column))
-    pos_inf, neg_inf = inf_text if stat else ("inf", "-inf")
     out = []
     append = out.append
     for value in column:
@@ -122,7 +120,7 @@ def column_texts(column: Sequence[Any], stat: bool = False, inf_text: tuple[str,
             else:
                 append("nan")
         elif cls is str:
-            append(text_cell(value))
+            append(quote(safe_cell(value) if needs_care(value) else value))
         elif value is None:
             append("")
         else:
@@ -132,31 +130,23 @@ def column_texts(column: Sequence[Any], stat: bool = False, inf_text: tuple[str,
 
 def safe_cells(column: Sequence[Any], stat: bool, inf_text: tuple[str, str]) -> Sequence[Any]:
     """A column with the exporters' spreadsheet rules applied and values kept as values:
-    formula text prefixed with ``'``, infinite floats of ``stat`` columns as ``inf_text``."""
+    :func:`probe.cells.safe_cell` on text, infinite floats of ``stat`` columns as ``inf_text``."""
     types = set(map(type, column))
     if types == _STR:
         return formula_safe(column)
-    if types == _FLOAT:
-        try:
-            if not stat or -_INF < math.fsum(column) < _INF:
-                return column
-        except (OverflowError, ValueError):  # huge sums; inf and -inf together
-            pass
+    if types == _FLOAT and (not stat or _finite_floats(column)):
+        return column
     pos_inf, neg_inf = inf_text
     out = []
     for value in column:
         cls = value.__class__
         if cls is str:
-            value = text_cell_safe(value)
+            if needs_care(value):
+                value = safe_cell(value)
         elif stat and cls is float and (value == _INF or value == -_INF):
             value = pos_inf if value > 0 else neg_inf
         out.append(value)
     return out
-
-
-def text_cell_safe(value: str) -> str:
-    """Formula text prefixed with ``'`` (no CSV quoting)."""
-    return neutralise_formula(value) if value[:1] in _FORMULA_FIRST else value
 
 
 def csv_lines(columns: Sequence[Sequence[Any]], stat_columns: Sequence[int] = (),

@@ -6,7 +6,6 @@ import csv
 import math
 import os
 import shutil
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from itertools import islice
@@ -16,9 +15,9 @@ from typing import Any
 import orjson
 
 from probe import runtime
-from probe.csvtext import FORMULA_START as _FORMULA_START
-from probe.csvtext import csv_lines, neutralise_formula, safe_cells
-from probe.io import atomic_path, atomic_write
+from probe.cells import SUSPECT_START, safe_cell, safe_row
+from probe.csvtext import csv_lines, safe_cells
+from probe.io import atomic_path, atomic_write, temp_file
 from probe.modes.common import STACK_COLUMN, STAT_COLUMNS
 from probe.result import CompareResult
 from probe.xlsx import XlsxWriter
@@ -30,10 +29,14 @@ SPLIT_MIN_ROWS = 20_000
 """Reports with at least this many rows are rendered by two processes (see :mod:`probe.runtime`)."""
 XLSX_MAX_ROWS = 1_048_500
 HIGHLIGHT_COLUMN = "Highlight"
-_FORMULA_FIRST = frozenset(_FORMULA_START)
 _INF = math.inf
 COLUMN_CHUNK = 8192
 """Rows rendered together when a mode renders whole columns (bounded memory, bulk speed)."""
+
+
+def neutralise_formula(value: str) -> str:
+    """Text a spreadsheet would run as a formula, prefixed with ``'`` (see :mod:`probe.cells`)."""
+    return safe_cell(value)
 
 
 def _rows(result: CompareResult, inf_text: tuple[str, str]) -> Iterator[list[Any]]:
@@ -41,14 +44,14 @@ def _rows(result: CompareResult, inf_text: tuple[str, str]) -> Iterator[list[Any
     columns = result.columns
     stat_index = [columns.index(c) for c in STAT_COLUMNS if c in columns]
     pos_inf, neg_inf = inf_text
-    starts = _FORMULA_FIRST
+    starts = SUSPECT_START
     for row in result.table():
         for i in stat_index:
             value = row[i]
             if (value == _INF or value == -_INF) and isinstance(value, float):
                 row[i] = pos_inf if value > 0 else neg_inf
-        # only text starting with a formula character needs a closer look
-        yield [neutralise_formula(v) if isinstance(v, str) and v[:1] in starts else v for v in row]
+        # only text starting with a formula character (or holding a CR) needs a closer look
+        yield [safe_cell(v) if v.__class__ is str and (v[:1] in starts or "\r" in v) else v for v in row]
 
 
 def _column_rows(result: CompareResult, inf_text: tuple[str, str]) -> Iterator[list[Any]]:
@@ -61,6 +64,10 @@ def _column_rows(result: CompareResult, inf_text: tuple[str, str]) -> Iterator[l
         yield from map(list, zip(*safe))
 
 
+def _renders_columns(result: CompareResult) -> bool:
+    return getattr(result.mode, "render_columns", None) is not None and not result.extra_columns
+
+
 class CsvExporter:
     """UTF-8 CSV without BOM, minimal quoting, split into ``_part_N`` files past 1M rows."""
 
@@ -70,52 +77,43 @@ class CsvExporter:
 
     def write(self, result: CompareResult, path: Path) -> list[Path]:
         columns = result.columns
-        if getattr(result.mode, "render_columns", None) is not None and not result.extra_columns:
+        if _renders_columns(result):
             return self._write_columns(result, path, columns)
         stack = columns.index(STACK_COLUMN) if STACK_COLUMN in columns else None
         if len(result) <= self.max_rows:
             if len(result) >= SPLIT_MIN_ROWS and runtime.allowed():
-                _write_split(path, columns, result, stack)
-            else:
-                self._write_file(path, columns, _rows(result, CSV_INF), stack)
-            return [path]
+                return [_write_split(path, columns, result, stack)]
+            return [self._write_file(path, columns, _rows(result, CSV_INF), stack)]
         rows = _rows(result, CSV_INF)
         written = []
         for index in range(1, math.ceil(len(result) / self.max_rows) + 1):
             part = path.with_name(f"{path.stem}_part_{index}{path.suffix}")
-            self._write_file(part, columns, islice(rows, self.max_rows), stack)
-            written.append(part)
+            written.append(self._write_file(part, columns, islice(rows, self.max_rows), stack))
         return written
 
     def _write_columns(self, result: CompareResult, path: Path, columns: list[str]) -> list[Path]:
         """Write a report whose mode renders whole columns (see :mod:`probe.csvtext`)."""
         total = len(result)
-        header = _header(columns)
-        if total <= self.max_rows:
-            with atomic_write(path, "w", encoding="utf-8", newline="") as handle:
-                handle.write(header)
-                _write_column_range(handle, result, columns, 0, total)
-            return [path]
+        header = csv_lines([[c] for c in safe_row(columns)])
+        ranges = [(0, total)] if total <= self.max_rows else [
+            (start, min(total, start + self.max_rows)) for start in range(0, total, self.max_rows)]
         written = []
-        for index, start in enumerate(range(0, total, self.max_rows), 1):
-            part = path.with_name(f"{path.stem}_part_{index}{path.suffix}")
-            with atomic_write(part, "w", encoding="utf-8", newline="") as handle:
+        for index, (start, stop) in enumerate(ranges, 1):
+            part = path if len(ranges) == 1 else path.with_name(f"{path.stem}_part_{index}{path.suffix}")
+            out = atomic_write(part, "w", encoding="utf-8", newline="")
+            with out as handle:
                 handle.write(header)
-                _write_column_range(handle, result, columns, start, min(total, start + self.max_rows))
-            written.append(part)
+                _write_column_range(handle, result, columns, start, stop)
+            written.append(out.path)
         return written
 
     @staticmethod
-    def _write_file(path: Path, columns: list[str], rows: Iterable[list[Any]], stack: int | None = None) -> None:
-        with atomic_write(path, "w", encoding="utf-8", newline="") as handle:
-            csv.writer(handle, lineterminator="\n").writerow(columns)
+    def _write_file(path: Path, columns: list[str], rows: Iterable[list[Any]], stack: int | None = None) -> Path:
+        out = atomic_write(path, "w", encoding="utf-8", newline="")
+        with out as handle:
+            csv.writer(handle, lineterminator="\n").writerow(safe_row(columns))
             _write_body(handle, rows, stack)
-
-
-def _header(columns: list[str]) -> str:
-    lines = _Lines()
-    csv.writer(lines, lineterminator="\n").writerow(columns)
-    return lines[0]
+        return out.path
 
 
 def _write_column_range(handle: Any, result: CompareResult, columns: list[str], start: int, stop: int) -> None:
@@ -134,19 +132,20 @@ def _write_body(handle: Any, rows: Iterable[list[Any]], stack: int | None) -> No
         _write_with_stacks(handle, rows, stack)
 
 
-def _write_split(path: Path, columns: list[str], result: CompareResult, stack: int | None) -> None:
+def _write_split(path: Path, columns: list[str], result: CompareResult, stack: int | None) -> Path:
     """Write one CSV file with two processes: a forked child renders the second half of the
     rows into a temporary file while this process renders the first half; the child's text
     is then appended. Rows are rendered independently, so the bytes equal a serial write.
+    Returns the name used.
     """
     half = len(result) // 2
-    fd, tail = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tail", dir=path.parent)
-    os.close(fd)
+    tail = str(temp_file(path, ".tail"))
     try:
         child = runtime.start(_write_tail, tail, replace(result, records=result.records[half:]), stack)
+        out = atomic_write(path, "w", encoding="utf-8", newline="")
         try:
-            with atomic_write(path, "w", encoding="utf-8", newline="") as handle:
-                csv.writer(handle, lineterminator="\n").writerow(columns)
+            with out as handle:
+                csv.writer(handle, lineterminator="\n").writerow(safe_row(columns))
                 _write_body(handle, _rows(replace(result, records=result.records[:half]), CSV_INF), stack)
                 child.result()
                 handle.flush()
@@ -157,6 +156,7 @@ def _write_split(path: Path, columns: list[str], result: CompareResult, stack: i
             raise
     finally:
         os.unlink(tail)
+    return out.path
 
 
 def _write_tail(path: str, result: CompareResult, stack: int | None) -> None:
@@ -222,16 +222,14 @@ class XlsxExporter:
         total = len(result)
         sheets = max(1, math.ceil(total / self.max_rows))
         per_sheet = math.ceil(total / sheets) if total else 0
-        if getattr(result.mode, "render_columns", None) is not None and not result.extra_columns:
-            rows = _column_rows(result, ("inf", "-inf"))
-        else:
-            rows = _rows(result, ("inf", "-inf"))
-        with atomic_path(path) as tmp, XlsxWriter(tmp) as book:
+        rows = _column_rows(result, ("inf", "-inf")) if _renders_columns(result) else _rows(result, ("inf", "-inf"))
+        out = atomic_path(path)
+        with out as tmp, XlsxWriter(tmp) as book:
             for index in range(sheets):
                 count = min(per_sheet, total - index * per_sheet)
-                book.add_sheet("Sheet1" if sheets == 1 else f"part_{index}", columns, islice(rows, per_sheet),
+                book.add_sheet("Sheet1" if sheets == 1 else f"part_{index}", safe_row(columns), islice(rows, per_sheet),
                                rows_count=count, fill_column=highlight)
-        return [path]
+        return [out.path]
 
 
 def _json_value(value: Any) -> Any:
@@ -259,7 +257,8 @@ class JsonExporter:
                 "first_error": summary.first_error,
             },
         }
-        with atomic_write(path, "wb") as handle:
+        out = atomic_write(path, "wb")
+        with out as handle:
             handle.write(orjson.dumps(head)[:-1] + b', "rows": [\n')
             first = True
             for row in result.table():
@@ -267,4 +266,4 @@ class JsonExporter:
                 handle.write((b"" if first else b",\n") + orjson.dumps(record))
                 first = False
             handle.write(b"\n]}\n")
-        return [path]
+        return [out.path]

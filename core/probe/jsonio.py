@@ -1,8 +1,13 @@
-"""Fast, strict JSON and YAML loading for user files."""
+"""Fast, strict loading of user files: JSON, YAML and CSV (regular files only, bounded, one-line errors)."""
 
 from __future__ import annotations
 
+import csv
 import json
+import mmap
+import os
+import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,21 +27,105 @@ def read_json(path: Path) -> Any:
     return parse_json(_read_bytes(path), path)
 
 
-def _read_bytes(path: Path) -> bytes:
-    """The bytes of a JSON file; a missing, unreadable or empty file is an :class:`InputError`."""
+MAX_JSON_BYTES = 10 << 30
+"""Larger JSON files are refused before reading (msProbe's own limit)."""
+MAX_WHOLE_JSON_BYTES = 1 << 30
+"""JSON files parsed as one document (not piece by piece) are refused past this size: the
+parsed tree takes about three times the file's size in memory."""
+MAX_TEXT_BYTES = 64 << 20
+"""Larger YAML (mapping, config) files are refused before reading."""
+MAP_BYTES = 64 << 20
+"""Files at least this large are memory-mapped rather than read (page cache, not process memory)."""
+
+
+def open_regular(path: Path, what: str = "file") -> int:
+    """Open ``path`` for reading if it is a regular file; a file descriptor, else an :class:`InputError`.
+
+    Opened non-blocking so that a FIFO cannot hang the open; devices, FIFOs, sockets and
+    directories are refused by their type before anything is read.
+    """
     try:
-        raw = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise InputError("file does not exist", path) from None
     except IsADirectoryError:
-        raise InputError("is a directory, expected a JSON file", path) from None
+        raise InputError(f"is a directory, expected a {what}", path) from None
     except OSError as exc:
         raise InputError(f"cannot be read ({exc.strerror})", path) from None
-    if not raw.strip():
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise InputError(f"is a directory, expected a {what}", path)
+        if not stat.S_ISREG(mode):
+            raise InputError(f"is not a regular file (a device, FIFO or socket), expected a {what}", path)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: Path, limit: int, what: str = "file") -> bytes | mmap.mmap:
+    """The bytes of the regular file ``path`` (memory-mapped when large); refused past ``limit`` bytes."""
+    fd = open_regular(path, what)
+    try:
+        size = os.fstat(fd).st_size
+        if size > limit:
+            raise InputError(f"is too large ({_size(size)}; the limit is {_size(limit)})", path)
+        if size >= MAP_BYTES:
+            return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise InputError(f"cannot be read ({exc.strerror})", path) from None
+    finally:
+        os.close(fd)
+
+
+def read_text(path: Path, what: str = "text file", limit: int = MAX_TEXT_BYTES) -> str:
+    """A small UTF-8 text file (regular files only, at most ``limit`` bytes)."""
+    raw = read_regular(path, limit, what)
+    try:
+        return bytes(raw).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"is not UTF-8 text (byte {exc.start})", path) from None
+
+
+CSV_FIELD_BYTES = 128 << 10
+"""The longest CSV field accepted by default (the csv module's own default limit)."""
+
+
+def csv_rows(path: Path, field_limit: int = CSV_FIELD_BYTES, what: str = "CSV file") -> Iterator[list[str]]:
+    """The rows of a UTF-8 CSV file, streamed; a bad byte, an over-long field or a broken
+    quote is a one-line :class:`InputError` naming the file and the line."""
+    fd = open_regular(path, what)
+    with open(fd, newline="", encoding="utf-8", errors="strict") as handle:
+        csv.field_size_limit(field_limit)
+        reader = csv.reader(handle)
+        try:
+            yield from reader
+        except UnicodeDecodeError:
+            raise InputError("is not UTF-8 text", path) from None
+        except csv.Error as exc:
+            raise InputError(f"is not valid CSV (line {reader.line_num}: {exc})", path) from None
+        except OSError as exc:
+            raise InputError(f"cannot be read ({exc.strerror})", path) from None
+
+
+def _size(count: int) -> str:
+    return f"{count / (1 << 30):.1f} GiB" if count >= 1 << 30 else f"{count / (1 << 20):.1f} MiB"
+
+
+def _read_bytes(path: Path) -> bytes | mmap.mmap:
+    """The bytes of a JSON file; a missing, unreadable, non-regular or empty file is an :class:`InputError`."""
+    raw = read_regular(path, MAX_JSON_BYTES, "JSON file")
+    if not raw[:4096].strip() and re.search(rb"\S", raw) is None:
         raise InputError("is empty", path)
     return raw
 
 
+HEAD_BYTES = 1 << 20
+"""The member read piece by piece must open within this many bytes (msProbe writes it last)."""
 CHUNK_BYTES = 8 << 20
 """Size of the pieces :func:`read_json_member` parses one at a time."""
 
@@ -76,12 +165,12 @@ def _member_pieces(raw: bytes, key: str) -> tuple[int, int, list[tuple[int, int]
     each piece is a run of whole ``"name": value`` members. ``None`` for another layout.
     """
     marker = b'\n "' + key.encode() + b'": {'
-    start = raw.find(marker)
+    start = raw.find(marker, 0, HEAD_BYTES)
     if start < 0:
         return None
     body = start + len(marker)
     end = raw.find(b"\n }", body)
-    if end < 0 or not raw.startswith(b'\n  "', body):  # an empty member is not worth it
+    if end < 0 or raw[body : body + 4] != b'\n  "':  # an empty member is not worth it
         return None
     pieces: list[tuple[int, int]] = []
     begin = body
@@ -100,13 +189,19 @@ def _member_entries(raw: bytes, pieces: list[tuple[int, int]], path: Path, key: 
     taken = 0
     last = len(pieces) - 1
     for index, (begin, stop) in enumerate(pieces):
+        if stop - begin > MAX_WHOLE_JSON_BYTES:
+            raise InputError(f"has an entry too large to parse ({_size(stop - begin)} from byte {begin})", path)
         text = raw[begin:stop].rstrip()
         part = None
         if index == last or text.endswith(b","):  # each piece but the last ends with a comma
+            piece = b"{" + (text if index == last else text[:-1]) + b"}"
             try:
-                part = orjson.loads(b"{" + (text if index == last else text[:-1]) + b"}")
+                part = orjson.loads(piece)
             except orjson.JSONDecodeError:
-                pass
+                try:  # NaN/Infinity tokens: the standard parser reads them
+                    part = json.loads(piece)
+                except (ValueError, RecursionError):
+                    pass
         if not isinstance(part, dict):
             # NaN tokens or an unusual layout: parse everything and go on after the
             # entries already given (a real syntax error is reported by parse_json)
@@ -123,19 +218,34 @@ def _member_entries(raw: bytes, pieces: list[tuple[int, int]], path: Path, key: 
             yield name, part.pop(name)
 
 
-def parse_json(raw: bytes, path: Path) -> Any:
-    """Parse JSON text read from ``path`` (see :func:`read_json`)."""
+def parse_json(raw: bytes | mmap.mmap, path: Path) -> Any:
+    """Parse JSON text read from ``path`` (see :func:`read_json`).
+
+    Refused with a one-line :class:`InputError`: a document larger than
+    :data:`MAX_WHOLE_JSON_BYTES`, nesting deeper than the parsers allow, numbers with more
+    digits than Python converts, invalid UTF-8.
+    """
+    if len(raw) > MAX_WHOLE_JSON_BYTES:
+        raise InputError(f"is too large to parse as one document ({_size(len(raw))}; the limit is "
+                         f"{_size(MAX_WHOLE_JSON_BYTES)}; dump.json files in the layout msProbe writes "
+                         "are read piece by piece without this limit)", path)
     with runtime.gc_off():  # the parsed tree holds no cycles; collection passes only cost time
         try:
-            return orjson.loads(raw)
+            return orjson.loads(raw if isinstance(raw, bytes) else memoryview(raw))
         except orjson.JSONDecodeError:
             pass
         try:
-            return json.loads(raw)
+            return json.loads(bytes(raw))
         except json.JSONDecodeError as exc:
             raise InputError(f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", path) from None
         except UnicodeDecodeError:
             raise InputError("is not UTF-8 text", path) from None
+        except RecursionError:
+            raise InputError("is not valid JSON (nested too deeply)", path) from None
+        except ValueError as exc:  # e.g. an integer with more digits than Python converts
+            if "digits" in str(exc):
+                raise InputError("is not valid JSON (a number has more than 4300 digits)", path) from None
+            raise InputError(f"is not valid JSON ({str(exc).splitlines()[0][:120]})", path) from None
 
 
 def _duplicate_key(root: Any) -> tuple[str, int] | None:
@@ -161,19 +271,27 @@ def _duplicate_key(root: Any) -> tuple[str, int] | None:
 def read_yaml(path: str | Path) -> Any:
     """Load a YAML file safely (no object construction); errors name the file and the line.
 
-    A mapping that holds the same key twice is an error (YAML forbids it; PyYAML would
-    silently keep the last value).
+    The one YAML loader of probe (see :func:`parse_yaml`).
+    """
+    path = Path(path)
+    return parse_yaml(read_text(path, "YAML"), path)
+
+
+def parse_yaml(text: str, path: str | Path) -> Any:
+    """Parse YAML text read from ``path`` safely.
+
+    Refused, before anything is built: anchors and aliases (a few hundred bytes of nested
+    aliases expand to billions of nodes), and a mapping holding the same key twice (YAML
+    forbids it; PyYAML would silently keep the last value). Only plain data is built
+    (``yaml.safe_load`` rules: no tags naming Python objects).
     """
     import yaml
 
-    path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file does not exist", path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot be read ({exc})", path) from None
-    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+                line = event.start_mark.line + 1
+                raise InputError(f"uses YAML anchors/aliases (line {line}); write the values out instead", path)
         duplicate = _duplicate_key(yaml.compose(text, Loader=yaml.SafeLoader))
         if duplicate is not None:
             raise InputError(f"has the key {duplicate[0]!r} twice (line {duplicate[1]})", path)
@@ -183,3 +301,5 @@ def read_yaml(path: str | Path) -> Any:
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise InputError(f"is not valid YAML{where}: {problem}", path) from None
+    except RecursionError:
+        raise InputError("is nested too deeply", path) from None

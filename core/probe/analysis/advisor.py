@@ -10,6 +10,7 @@ structure.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from probe.analysis.nodes import Node, build_nodes, has_nan_inf, row_deviation
@@ -307,11 +308,11 @@ def _cause_detail(advice: Advice) -> str:
     return f"inputs match (within {_pct(max(facts.in_dev, 0.0))}), {worst} differs by {_pct(facts.out_dev)}"
 
 
-def advisor_text(advices: list[Advice]) -> str:
-    """The whole ``advisor_{ts}.txt`` document."""
+def advisor_text(advices: list[Advice], lines: Callable[[Advice], list[tuple[str, str]]] = explain) -> str:
+    """The whole ``advisor_{ts}.txt`` document (``lines`` renders one rank, :func:`explain` by default)."""
     parts = []
     for advice in advices:
         title = f"rank {advice.rank}" if advice.rank is not None else advice.label
-        body = "\n".join(f"{head}: {text}" for head, text in explain(advice))
+        body = "\n".join(f"{head}: {text}" for head, text in lines(advice))
         parts.append(f"== {title} ==\n{body}\n")
     return "\n".join(parts)

@@ -17,8 +17,11 @@ from probe.analysis import nodes_by_rank
 from probe.analysis.advisor import advise, advisor_text, explain
 from probe.analysis.collective import check_collectives, shares_output
 from probe.analysis.da_json import write_diff_analyze, write_rank_json
-from probe.analysis.first_diff import find_first_diff
+from probe.analysis.first_diff import FirstDiff, find_first_diff
 from probe.analysis.nodes import analysable, api_of, build_nodes, is_comm_entry
+from probe.diagnosis.analyzer import diagnosis_of
+from probe.diagnosis.facts import step_of
+from probe.diagnosis.oneanswer import advisor_lines, diff_analyze_nodes
 from probe.io import atomic_write, prepare_output_dir, timestamp, unique_path
 from probe.result import Analysis, CompareResult
 
@@ -31,12 +34,14 @@ class Digest:
     rank: int | None
     md5: bool
     payload: Any
+    step: int = 0
 
 
 def _digest(result: CompareResult, payload: Any) -> Digest | None:
     if not analysable(result):
         return None
-    return Digest(result.output_subdir, result.rank, result.mode.name == "md5", payload)
+    step = step_of(result.target.path if result.target is not None else None)
+    return Digest(result.output_subdir, result.rank, result.mode.name == "md5", payload, step)
 
 
 def _digests_by_step(digests: list[Digest | None]) -> dict[str, list[Digest]]:
@@ -96,7 +101,12 @@ class DiffAnalyzer:
                     stem = f"compare_result_rank{rank}" if result.rank is not None else result.output_stem
                     path = unique_path(directory, f"{stem}_{stamp}", ".json")
                     written.append(write_rank_json(nodes, md5, path))
-            found = data[subdir] = find_first_diff(by_rank)
+            found = find_first_diff(by_rank)
+            diagnosis = diagnosis_of(request)
+            if diagnosis is not None:  # one answer: the diagnosis's suspects, in msProbe's file format
+                step = step_of(group[0].target.path if group[0].target is not None else None)
+                found = FirstDiff("ranked by the diagnosis", diff_analyze_nodes(diagnosis, step, by_rank))
+            data[subdir] = found
             where = f" ({subdir})" if subdir else ""
             if not found.found:
                 out.print(f"diff analyze{where}: no diverging node found")
@@ -143,27 +153,39 @@ class AdvisorAnalyzer:
         data: dict[str, Any] = {}
         for subdir, group in _digests_by_step(digests).items():
             advices = data[subdir] = [d.payload for d in group]
+            diagnosis = diagnosis_of(request)
             directory = _directory(request, subdir)
+
+            def lines(advice: Any) -> list[tuple[str, str]]:
+                found = explain(advice)
+                return advisor_lines(found, diagnosis, group[0].step) if diagnosis is not None else found
+
             if directory is not None:
                 path = unique_path(directory, f"advisor_{timestamp()}", ".txt")
-                with atomic_write(path, "w", encoding="utf-8") as handle:
-                    handle.write(advisor_text(advices))
-                written.append(path)
+                report = atomic_write(path, "w", encoding="utf-8")
+                with report as handle:
+                    handle.write(advisor_text(advices, lines))
+                written.append(report.path)
             failing = [a for a in advices if not a.ok]
             title = f"advisor ({subdir})" if subdir else "advisor"
-            if not failing:
+            suspected = diagnosis is not None and any(s.step == group[0].step for s in diagnosis.suspects)
+            if not failing and not suspected:
                 out.print(f"{title}: all data in the comparison meets the precision rules")
                 continue
-            first = failing[0]
+            first = failing[0] if failing else advices[0]
+            if suspected:  # the rank of the step's best suspect
+                best = next(s for s in diagnosis.suspects if s.step == group[0].step)
+                first = next((a for a, d in zip(advices, group) if (d.rank or 0) == best.rank), first)
             body = Text()
-            for index, (head, text) in enumerate(explain(first)):
+            for index, (head, text) in enumerate(lines(first)):
                 if index:
                     body.append("\n")
                 body.append(f"{head}: ", style="bold")
                 body.append(text)
             if len(failing) > 1:
                 body.append(f"\n{len(failing) - 1} more rank(s) fail as well; see the advisor file", style="dim")
-            out.print(Panel(body, title=title, title_align="left", border_style="red" if first.failing else "yellow"))
+            red = first.failing or suspected
+            out.print(Panel(body, title=title, title_align="left", border_style="red" if red else "yellow"))
         for path in written:
             out.print(f"advisor: {path}")
         return Analysis(self.name, written, out, data)

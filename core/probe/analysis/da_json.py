@@ -60,7 +60,8 @@ def op_item(record: Any, node: Node, first: bool, md5: bool) -> dict[str, Any]:
 
 def write_rank_json(nodes: list[Node], md5: bool, path: Path) -> Path:
     """Write ``compare_result_rank{N}_{ts}.json`` for the nodes of one rank (streamed, atomic)."""
-    with atomic_write(path, "w", encoding="utf-8") as handle:
+    out = atomic_write(path, "w", encoding="utf-8")
+    with out as handle:
         handle.write("{")
         for index, node in enumerate(nodes):
             body = {
@@ -70,7 +71,7 @@ def write_rank_json(nodes: list[Node], md5: bool, path: Path) -> Path:
             text = json.dumps(body, indent=4, ensure_ascii=False).replace("\n", "\n    ")
             handle.write(("," if index else "") + f"\n    {json.dumps(node.entry, ensure_ascii=False)}: {text}")
         handle.write("\n}\n")
-    return path
+    return out.path
 
 
 def node_info(node: Node, md5: bool) -> dict[str, Any]:
@@ -96,7 +97,8 @@ def diff_analyze_doc(found: FirstDiff, md5: bool) -> dict[str, Any]:
 
 def write_diff_analyze(found: FirstDiff, md5: bool, path: Path) -> Path:
     """Write ``diff_analyze_{ts}.json`` (atomic)."""
-    with atomic_write(path, "w", encoding="utf-8") as handle:
+    out = atomic_write(path, "w", encoding="utf-8")
+    with out as handle:
         json.dump(diff_analyze_doc(found, md5), handle, indent=2, ensure_ascii=False)
         handle.write("\n")
-    return path
+    return out.path

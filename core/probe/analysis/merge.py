@@ -10,8 +10,7 @@ instead (for a communication group row that reads e.g. ``NPU:[0, 1]  Bench:[0, 1
 
 from __future__ import annotations
 
-import csv
-import json
+
 import logging
 import re
 from collections.abc import Callable, Iterator
@@ -19,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from probe.cells import safe_row
 from probe.errors import InputError
 from probe.io import atomic_path, prepare_output_dir, timestamp, unique_path
-from probe.jsonio import read_yaml
+from probe.jsonio import csv_rows, read_json, read_yaml
 
 log = logging.getLogger("probe")
 
@@ -112,19 +112,12 @@ def detect_mode(columns: list[str], path: Path) -> str:
 
 
 def _read_csv(path: Path) -> tuple[list[str], Iterator[list[Any]]]:
-    csv.field_size_limit(2**31 - 1)
-    handle = open(path, newline="", encoding="utf-8")
-    reader = csv.reader(handle)
+    reader = csv_rows(path, field_limit=64 << 20)  # stack cells can be long
     header = next(reader, None)
     if not header:
-        handle.close()
+        reader.close()
         raise InputError("is empty", path)
-
-    def rows() -> Iterator[list[Any]]:
-        with handle:
-            yield from reader
-
-    return header, rows()
+    return header, reader
 
 
 def _read_xlsx(path: Path) -> tuple[list[str], Iterator[list[Any]]]:
@@ -153,10 +146,7 @@ def _read_xlsx(path: Path) -> tuple[list[str], Iterator[list[Any]]]:
 
 
 def _read_json(path: Path) -> tuple[list[str], Iterator[list[Any]]]:
-    try:
-        doc = json.loads(path.read_bytes())
-    except (ValueError, OSError):
-        raise InputError("is not valid JSON", path) from None
+    doc = read_json(path)
     if isinstance(doc, dict) and isinstance(doc.get("rows"), list) and isinstance(doc.get("columns"), list):
         columns = [str(c) for c in doc["columns"]]
         items = doc["rows"]
@@ -316,10 +306,11 @@ def write_merge(sheets: dict[str, list[list[Any]]], output_dir: Path) -> Path:
     for index, rows in sheets.items():
         sheet = book.create_sheet(_sheet_title(index))
         for row in rows:
-            sheet.append(row)
-    with atomic_path(path) as tmp:
+            sheet.append(safe_row(row))  # openpyxl stores text starting with '=' as a formula
+    out = atomic_path(path)
+    with out as tmp:
         book.save(tmp)
-    return path
+    return out.path
 
 
 def _sheet_title(name: str) -> str:

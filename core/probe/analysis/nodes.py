@@ -315,5 +315,5 @@ def display_stat(value: Any) -> Any:
 
 
 def has_nan_inf(stats: tuple[Any, ...]) -> bool:
-    """Whether Max or Min is NaN or infinite."""
-    return is_nan_or_inf(stats[0]) or is_nan_or_inf(stats[1])
+    """Whether Max or Min is NaN or infinite (``False`` for a row without statistics, e.g. an unreadable tensor)."""
+    return len(stats) >= 2 and (is_nan_or_inf(stats[0]) or is_nan_or_inf(stats[1]))

@@ -65,7 +65,9 @@ def run_merge_command(args: argparse.Namespace, host: Any) -> int:
 @hookimpl
 def probe_register_analyzers(register: Any) -> None:
     from probe.analysis.analyzers import AdvisorAnalyzer, CollectiveAnalyzer, DiffAnalyzer
+    from probe.diagnosis.analyzer import DiagnosisAnalyzer
 
+    register.add("diagnosis", DiagnosisAnalyzer())  # first: -da and the advisor show its answer
     register.add("diff_analyze", DiffAnalyzer())
     register.add("collective", CollectiveAnalyzer())
     register.add("advisor", AdvisorAnalyzer())
@@ -73,6 +75,18 @@ def probe_register_analyzers(register: Any) -> None:
 
 @hookimpl
 def probe_register_commands(register: Any) -> None:
+    from probe.diagnosis.command import DIAGNOSE_EPILOG, add_diagnose_arguments, run_diagnose_command
+
+    register.add("diagnose", Command(
+        name="diagnose",
+        help="compare and name the calls that went wrong, ranked against the dtypes' noise floor",
+        description="Run the compare, judge every call against the rounding noise its dtypes explain and "
+                    "write diagnosis_<timestamp>.json: verdict (identical / noise / divergent), the noise "
+                    "floor per dtype and the suspects, best first.",
+        add_arguments=add_diagnose_arguments,
+        run=run_diagnose_command,
+        epilog=DIAGNOSE_EPILOG,
+    ))
     register.add("merge_result", Command(
         name="merge_result",
         help="merge chosen APIs and metrics of every rank's result into one xlsx",

@@ -71,6 +71,9 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
                         help="exit 1 when a row's Result is at least this bad (for CI gating)")
     report.add_argument("-m", "--mode", dest="compare_mode", default=None, metavar="MODE",
                         help="msProbe's compare mode: auto (default) or a plugin's (e.g. torchair)")
+    report.add_argument("--html", dest="diagnosis_html", action="store_true", default=None,
+                        help="also write diagnosis_<timestamp>.html: the error along the network and the suspects, "
+                             "one self-contained page")
 
 
 _CORE_KEYS = {"target_path", "golden_path", "input_path", "output_path", "xlsx", "format", "jobs", "fail_on",
@@ -85,6 +88,9 @@ def request_from_args(args: argparse.Namespace, host: Any) -> Any:
         doc = read_json(Path(args.input_path))
         if not isinstance(doc, dict) or "npu_path" not in doc or "bench_path" not in doc:
             raise InputError("must hold npu_path and bench_path", args.input_path)
+        for key in ("npu_path", "bench_path", "stack_path"):
+            if doc.get(key) is not None and not isinstance(doc[key], str):
+                raise InputError(f"{key} must be a path (text), not {type(doc[key]).__name__}", args.input_path)
         target = target or doc["npu_path"]
         golden = golden or doc["bench_path"]
         if doc.get("stack_path"):

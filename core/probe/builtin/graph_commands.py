@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from probe.errors import InputError
+from probe.diagnosis import diagnose
+from probe.errors import InputError, ProbeError
 from probe.hookspecs import hookimpl
 from probe.interfaces import Command
 from probe.io import prepare_output_dir
@@ -22,6 +23,10 @@ GRAPH_EPILOG = """examples:
 VIEW_EPILOG = """examples:
   probe view out/compare_20260101120000.vis.db                     # -> out/compare_20260101120000.html
   probe view out/build_20260101120000.vis.db --step 1 --rank 3 -o rank3.html
+  probe view out/compare_20260101120000.vis.db --diagnosis out/diagnosis_20260101120000.json
+
+Every step and rank of the db is in the page (a selector switches between them); a compare shows
+the "error along the network" chart above the graphs, with the suspects of --diagnosis.
 """
 
 
@@ -43,7 +48,11 @@ def add_graph_arguments(parser: argparse.ArgumentParser) -> None:
                         help="log every compared node")
     parser.add_argument("-progress_log", "--is_print_progress_log", dest="progress_log", action="store_true",
                         help="print PROGRESS: {json} lines")
-    parser.add_argument("--html", action="store_true", help="also write a self-contained HTML viewer")
+    parser.add_argument("--html", action="store_true",
+                        help="also write a self-contained HTML viewer (a compare also runs the diagnosis for its "
+                             "error chart and suspects, unless --diagnosis gives one)")
+    parser.add_argument("--diagnosis", metavar="JSON",
+                        help="with --html: the diagnosis_*.json whose suspects and error chart the page shows")
     parser.add_argument("--jobs", type=int, metavar="N",
                         help="worker processes for several ranks/steps (default: one per CPU; 1 = no workers)")
     merge = parser.add_argument_group("parallel merge (one value per side)")
@@ -110,11 +119,18 @@ def run_graph_command(args: argparse.Namespace, host) -> int:
         tensor_log=args.tensor_log,
         progress_log=args.progress_log,
         merge=merge_options(args),
-        html=args.html,
+        html=False,  # written below, with the diagnosis
         file_type=args.file_type,
         jobs=args.jobs,
     )
+    diagnosis_file = Path(args.diagnosis) if args.diagnosis else None
+    if diagnosis_file is not None and not diagnosis_file.is_file():
+        raise InputError("diagnosis file does not exist", diagnosis_file)
     run = run_graph(options, host)
+    if args.html and run.db is not None:
+        from probe.viewer.writer import write_html
+
+        run.html = write_html(run.db, diagnosis=diagnosis_file or _diagnose_for_page(args, host))
     if run.db is None:
         for directory in run.json_dirs:
             print(f"merged graph written: {directory}")
@@ -125,19 +141,39 @@ def run_graph_command(args: argparse.Namespace, host) -> int:
     return 0
 
 
+def _diagnose_for_page(args: argparse.Namespace, host):
+    """The diagnosis of a graph compare for its page (None for a build, or when the dumps cannot be
+    diagnosed: the page then charts the graph's own metrics)."""
+    if not args.golden_path:
+        return None
+    options = {"fuzzy_match": True} if args.fuzzy_match else {}
+    if args.layer_mapping:
+        options["layer_mapping"] = args.layer_mapping
+    try:
+        found = diagnose(args.target_path, args.golden_path, None, jobs=args.jobs or 1, host=host, **options)
+    except ProbeError as exc:
+        print(f"diagnosis skipped for the viewer: {exc}")
+        return None
+    print(f"diagnosis: {found.verdict}" + (f", first suspect {found.suspects[0].node}" if found.suspects else ""))
+    return found
+
+
 def add_view_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``probe view``."""
     parser.add_argument("db", metavar="VIS_DB", help="a build_*.vis.db or compare_*.vis.db")
     parser.add_argument("-o", "--output", metavar="HTML", help="output file (default: next to the db, .html)")
-    parser.add_argument("--step", type=int, default=None, help="step to show (default: the first)")
-    parser.add_argument("--rank", type=int, default=None, help="rank to show (default: the first)")
+    parser.add_argument("--step", type=int, default=None, help="only this step (default: every step)")
+    parser.add_argument("--rank", type=int, default=None, help="only this rank (default: every rank)")
+    parser.add_argument("--diagnosis", metavar="JSON",
+                        help="a diagnosis_*.json (probe diagnose): its suspects and error chart go into the page")
 
 
 def run_view_command(args: argparse.Namespace, host) -> int:
     """Run ``view``: write the self-contained HTML viewer of a .vis.db."""
     from probe.viewer.writer import write_html
 
-    out = write_html(Path(args.db), Path(args.output) if args.output else None, step=args.step, rank=args.rank)
+    out = write_html(Path(args.db), Path(args.output) if args.output else None, step=args.step, rank=args.rank,
+                     diagnosis=Path(args.diagnosis) if args.diagnosis else None)
     print(f"viewer written: {out}")
     return 0
 

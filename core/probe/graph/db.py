@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
+
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from probe.io import claim, temp_file
 from probe.model import NA, Row
 
 from probe.graph.metrics import ALL, MD5, SUMMARY
@@ -208,9 +209,7 @@ class VisDbWriter:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        if self.tmp.exists():
-            self.tmp.unlink()
+        self.tmp = temp_file(self.path, ".db")
         self.conn = sqlite3.connect(self.tmp, isolation_level=None)
         # a private temporary file renamed on success: no journal and no fsync while filling it
         for pragma in ("journal_mode=OFF", "synchronous=OFF", "temp_store=MEMORY", "cache_size=-262144"):
@@ -268,7 +267,10 @@ class VisDbWriter:
         self.conn.executemany("UPDATE tb_nodes SET matched_distributed = ? WHERE id = ?", [(v, k) for k, v in updates])
 
     def close(self) -> Path:
-        """Create the indexes, commit, and move the file into place."""
+        """Create the indexes, commit, and claim the file's name (``build_{ts}_1.vis.db`` if taken).
+
+        Returns the name used; never replaces an existing file.
+        """
         self.conn.execute("COMMIT")
         self.conn.executescript(INDEXES)
         self.conn.execute("PRAGMA journal_mode=WAL")  # what TensorBoard's plugin expects in the header
@@ -278,7 +280,7 @@ class VisDbWriter:
             side = Path(str(self.tmp) + suffix)
             if side.exists():
                 side.unlink()
-        os.replace(self.tmp, self.path)
+        self.path = claim(self.tmp, self.path)
         return self.path
 
     def abort(self) -> None:

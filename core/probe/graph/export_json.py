@@ -116,6 +116,6 @@ def write_graph_json(graph: Graph, output: Path) -> Path:
             "dump_data_dir": graph.dump_data_dir, "is_merged": True, "data": data}
     stack_doc = {str(i): [names, list(frames)] for i, (frames, names) in enumerate(stacks.items())}
     for name, doc in (("construct.json", construct), ("dump.json", dump), ("stack.json", stack_doc)):
-        with atomic_write(directory / name) as handle:
+        with atomic_write(directory / name, rename=False) as handle:
             json.dump(doc, handle, indent=1)
     return directory

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from probe.errors import InputError
 from probe.formats.msprobe.names import NON_TENSOR_DTYPES
-from probe.jsonio import read_yaml
+from probe.jsonio import parse_yaml, read_yaml
 from probe.model import Row
 
 from probe.graph.node import Graph, GraphNode
@@ -59,10 +59,8 @@ def read_rules(path: Path) -> dict[str, str | tuple[str, ...]]:
 @lru_cache(maxsize=1)
 def builtin_rules() -> dict[str, str | tuple[str, ...]]:
     """The rules shipped with probe."""
-    import yaml
-
-    text = resources.files("probe").joinpath("data", "overflow_rules.yaml").read_text(encoding="utf-8")
-    return parse_rules(yaml.safe_load(text))
+    resource = resources.files("probe").joinpath("data", "overflow_rules.yaml")
+    return parse_rules(parse_yaml(resource.read_text(encoding="utf-8"), str(resource)))
 
 
 def load_rules(extra: Path | None = None) -> dict[str, str | tuple[str, ...]]:

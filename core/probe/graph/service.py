@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from probe.errors import InputError
+from probe.io import no_space, prepare_output_dir, temp_dir, write_error
 
 from probe.graph.build import build_graph
 from probe.graph.db import VisDbWriter, write_part
@@ -262,10 +263,9 @@ def _run_pairs(
             progress.step()
         return results
     import shutil
-    import tempfile
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    scratch = Path(tempfile.mkdtemp(prefix=".probe-graph-", dir=options.output))
+    scratch = temp_dir(options.output, "graph")
     try:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             futures = {
@@ -340,7 +340,7 @@ def _merged_graphs(kind: str, pairs, options: GraphOptions, rules, host: Host | 
 
 def run_graph(options: GraphOptions, host: Host | None = None) -> GraphRun:
     """Run ``graph_visualize``; returns the db written (and the graphs, for callers and tests)."""
-    options.output.mkdir(parents=True, exist_ok=True)
+    prepare_output_dir(options.output)
     stamp = options.timestamp or time.strftime("%Y%m%d%H%M%S")
     compare = options.golden is not None
     merged = bool(options.merge)
@@ -381,8 +381,10 @@ def run_graph(options: GraphOptions, host: Host | None = None) -> GraphRun:
         writer.write_config(compare, task, micro_steps, options.overflow_check,
                             (k[2] for k in keys), (k[1] for k in keys))
         db = writer.close()
-    except BaseException:
+    except BaseException as exc:
         writer.abort()
+        if no_space(exc):
+            raise write_error(exc, db_path) from None
         raise
     run = GraphRun(db=db, graphs=graphs, nodes=nodes, matched=matched)
     if options.html:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,15 +42,44 @@ def resolve_tensor_file(tensor_dir: Path, data_name: str) -> Path:
     return candidate
 
 
-def load_tensor(path: Path, loaders: Any) -> np.ndarray:
-    """Load one tensor file with the loader registered for its suffix, then squeeze it."""
+_DIM = re.compile(r"\d+")
+
+
+def declared_bytes(dtype: str, shape: str) -> int | None:
+    """Bytes of a tensor of the dtype and shape dump.json declares (8 per element for an
+    unknown dtype); ``None`` when the shape is not a list of sizes."""
+    text = str(shape).strip()
+    if not (text.startswith(("[", "(")) and text.endswith(("]", ")"))):
+        return None
+    count = 1
+    for dim in _DIM.findall(text):
+        count *= int(dim)
+    digits = re.search(r"(\d+)$", str(dtype).replace("bfloat16", "float16"))
+    size = int(digits.group(1)) // 8 if digits and int(digits.group(1)) in (8, 16, 32, 64) else 8
+    return count * max(size, 1)
+
+
+@functools.lru_cache(maxsize=64)
+def _accepts_max_bytes(loader: Any) -> bool:
+    try:
+        return "max_bytes" in inspect.signature(loader).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def load_tensor(path: Path, loaders: Any, max_bytes: int | None = None) -> np.ndarray:
+    """Load one tensor file with the loader registered for its suffix, then squeeze it.
+
+    ``max_bytes`` (what dump.json declares for the tensor) is passed to loaders that take
+    it, to bound what a compressed file may inflate to.
+    """
     loader = loaders.get(path.suffix.lower())
     if loader is None:
         raise InputError(f"no tensor loader for {path.suffix!r} files (is the framework plugin installed?)", path)
     if not path.is_file():
         raise InputError("tensor file does not exist", path)
     try:
-        array = loader(path)
+        array = loader(path, max_bytes=max_bytes) if max_bytes is not None and _accepts_max_bytes(loader) else loader(path)
     except InputError:
         raise
     except Exception as exc:  # noqa: BLE001 - any loader failure is a problem of this file
@@ -57,10 +89,11 @@ def load_tensor(path: Path, loaders: Any) -> np.ndarray:
 
 def _compute_one(task: tuple[str | None, str | None], loaders: Any, extra: Sequence[Any]) -> tuple[tuple, list[str], str | None]:
     """Metrics for one (npu file, bench file) task; a third element names an input problem."""
-    npu_file, bench_file = task
+    npu_file, bench_file, *bounds = task
+    npu_bytes, bench_bytes = bounds if bounds else (None, None)
     try:
-        n = load_tensor(Path(npu_file), loaders)
-        b = load_tensor(Path(bench_file), loaders)
+        n = load_tensor(Path(npu_file), loaders, npu_bytes)
+        b = load_tensor(Path(bench_file), loaders, bench_bytes)
     except InputError as exc:
         return (UNSUPPORTED,) * (6 + len(extra)), [str(exc)], str(exc)
     metrics, messages = compare_arrays(n, b)
@@ -109,7 +142,7 @@ class TensorMode:
             bench = resolve_tensor_file(ctx.golden.info.tensor_dir, g.data_name)
         except InputError as exc:
             return str(exc)
-        return (str(npu), str(bench))
+        return (str(npu), str(bench), declared_bytes(t.dtype, t.shape), declared_bytes(g.dtype, g.shape))
 
     def compute(self, pairs: Sequence[Pair], ctx: ModeContext) -> list[RowResult]:
         width = 6 + len(ctx.extra_metrics)

@@ -1,6 +1,11 @@
 """Turn a ``.vis.db`` into one self-contained HTML file (inline CSS/JS, data embedded once).
 
-The data is a compact columnar table: parameter items are stored as a schema index (the list
+Every (step, rank) graph of the db is one data block (decoded when picked in the page's selector);
+when a diagnosis is given (or, without one, from the graph's own metrics) the page also carries the
+"error along the network" chart and the suspect list. The page's Content-Security-Policy allows
+its own inline script and style only, and data reaches the page as text, never as markup.
+
+The data of a graph is a compact columnar table: parameter items are stored as a schema index (the list
 of their keys, shared) plus their values, repeated strings (dtypes, shapes, verdicts...) are
 interned, and stacks are stored once and referenced by index. The JSON is gzip-compressed and
 base64-encoded; the page inflates it with the browser's ``DecompressionStream``.
@@ -8,12 +13,10 @@ base64-encoded; the page inflates it with the browser's ``DecompressionStream``.
 
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 import re
 import sqlite3
-from importlib import resources
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,11 @@ import orjson
 
 from probe.errors import InputError
 from probe.io import atomic_write
+from probe.viewer.chart import chart_data, key_error, load_diagnosis
+from probe.viewer.page import encode, render_page
+
+#: above this much embedded graph data, each (step, rank) gets its own page (the selector links them)
+SPLIT_BYTES = 64 * 1024 * 1024
 
 SIDES = ("NPU", "Bench")
 _NUMBER = re.compile(r"^-?(\d|inf|nan)", re.IGNORECASE)
@@ -45,8 +53,8 @@ class _Items:
             self.strings.append(text)
         return index
 
-    def add(self, node: str, data: str | None, names: list[str], schemas: list[int], values: list[list]) -> int:
-        """Append the items of one ``input_data``/``output_data`` JSON; returns how many."""
+    def add(self, node: str, data: str | None, names: list[str], schemas: list[int], values: list[list]) -> dict:
+        """Append the items of one ``input_data``/``output_data`` JSON; returns them."""
         doc = orjson.loads(data) if data else {}
         for name, item in doc.items():
             names.append(name[len(node):] if name.startswith(node + ".") else name)
@@ -59,11 +67,7 @@ class _Items:
                 self.schemas.append(list(keys))
             schemas.append(schema)
             values.append([self.value(v) for v in item.values()])
-        return len(doc)
-
-
-def _asset(name: str) -> str:
-    return resources.files("probe.viewer").joinpath("assets", name).read_text(encoding="utf-8")
+        return doc
 
 
 def _open(db: Path) -> sqlite3.Connection:
@@ -95,6 +99,7 @@ def load_payload(db: Path, step: int | None = None, rank: int | None = None) -> 
         rank = ranks[0] if rank is None else rank
         if step not in steps or rank not in ranks:
             raise InputError(f"has no graph for step {step} rank {rank} (steps {steps}, ranks {ranks})", db)
+        series: list[dict[str, Any]] = []
         stacks: list[Any] = []
         stack_index: dict[str, int] = {}
         items = _Items()
@@ -111,6 +116,7 @@ def load_payload(db: Path, step: int | None = None, rank: int | None = None) -> 
             if not rows:
                 continue
             index = {row[0]: i for i, row in enumerate(rows)}
+            roots = {row[0] for row in rows if not row[2] or row[2] not in index}
             names, kinds, parents, prec, ovf, micro, match, stack, dist, merge = ([] for _ in range(10))
             n_in: list[int] = []
             n_out: list[int] = []
@@ -132,8 +138,12 @@ def load_payload(db: Path, step: int | None = None, rank: int | None = None) -> 
                     stacks.append(json.loads(stack_info) if stack_info else [])
                 stack.append(stack_index[sid])
                 dist.append(distributed if distributed and distributed != "{}" else None)
-                n_in.append(items.add(name, in_data, row_names, row_schemas, row_values))
-                n_out.append(items.add(name, out_data, row_names, row_schemas, row_values))
+                n_in.append(len(items.add(name, in_data, row_names, row_schemas, row_values)))
+                outputs = items.add(name, out_data, row_names, row_schemas, row_values)
+                n_out.append(len(outputs))
+                if side == "NPU" and str(kind) == "1" and graph_type == "compare":
+                    series.append({"node": name, "order": len(series), "error": key_error(outputs),
+                                   "module": up if up and up not in roots else None})
                 merge.append(merge_info or "")
             sides[side] = {
                 "names": names, "kinds": kinds, "parents": parents, "precision": prec, "overflow": ovf,
@@ -149,6 +159,7 @@ def load_payload(db: Path, step: int | None = None, rank: int | None = None) -> 
                 "steps": steps, "ranks": ranks, "step": step, "rank": rank,
             },
             "sides": sides,
+            "series": {"rank": rank, "step": step, "label": f"step{step}/rank{rank}", "points": series},
             "stacks": stacks,
             "schemas": items.schemas,
             "strings": items.strings,
@@ -157,31 +168,103 @@ def load_payload(db: Path, step: int | None = None, rank: int | None = None) -> 
         conn.close()
 
 
-def encode_payload(payload: dict[str, Any]) -> str:
-    """The payload as base64 of gzip-compressed JSON (what the page embeds)."""
-    return base64.b64encode(gzip.compress(orjson.dumps(payload), compresslevel=6, mtime=0)).decode("ascii")
+def graph_keys(db: Path, step: int | None = None, rank: int | None = None) -> list[tuple[int, int]]:
+    """The (step, rank) pairs of ``db`` that have nodes, restricted to ``step``/``rank`` when given."""
+    conn = _open(db)
+    try:
+        row = conn.execute("SELECT rank_list, step_list FROM tb_config WHERE id = '1'").fetchone()
+        if row is None:
+            raise InputError("has no tb_config row", db)
+        ranks = json.loads(row[0] or "[]") or [0]
+        steps = json.loads(row[1] or "[]") or [0]
+        keys = [
+            (s, r) for s in steps for r in ranks
+            if (step is None or s == step) and (rank is None or r == rank)
+            and conn.execute("SELECT 1 FROM tb_nodes WHERE step = ? AND rank = ? LIMIT 1", (s, r)).fetchone()
+        ]
+    finally:
+        conn.close()
+    if not keys:
+        raise InputError(f"has no graph for step {step if step is not None else '*'} rank "
+                         f"{rank if rank is not None else '*'} (steps {steps}, ranks {ranks})", db)
+    return keys
 
 
-def render_html(payload: dict[str, Any]) -> str:
-    """The HTML page for ``payload`` (base64 text cannot close its script tag)."""
-    title = f"probe graph - {payload['meta']['source']}"
-    page = _asset("viewer.html")
-    return (
-        page.replace("__TITLE__", title.replace("&", "&amp;").replace("<", "&lt;"))
-        .replace("/*__CSS__*/", _asset("viewer.css"))
-        .replace("/*__JS__*/", _asset("viewer.js"))
-        .replace("__DATA__", encode_payload(payload))
-    )
+def load_page(db: Path, step: int | None = None, rank: int | None = None,
+              diagnosis: Mapping[str, Any] | Path | None = None) -> dict[str, Any]:
+    """The data blocks of the viewer page: ``page-meta``, ``graph-<k>`` per (step, rank) (encoded as
+    soon as read: only the compressed text of each graph stays in memory) and, for a compare (or
+    with a diagnosis), ``chart-data``."""
+    db = Path(db)
+    if diagnosis is not None and not isinstance(diagnosis, Mapping):
+        diagnosis = load_diagnosis(Path(diagnosis)) if isinstance(diagnosis, (str, Path)) else diagnosis.to_dict()
+    blobs: dict[str, Any] = {}
+    graphs, series = [], []
+    meta: dict[str, Any] = {}
+    for k, (s, r) in enumerate(graph_keys(db, step, rank)):
+        payload = load_payload(db, s, r)
+        series.append(payload.pop("series"))
+        meta = meta or dict(payload["meta"])
+        blobs[f"graph-{k}"] = encode(payload)
+        graphs.append({"step": s, "rank": r})
+    blobs = {"page-meta": {"meta": meta, "graphs": graphs}, **blobs}
+    if diagnosis is not None and diagnosis.get("series"):
+        blobs["chart-data"] = chart_data(diagnosis)
+    elif meta["graphType"] == "compare" or diagnosis is not None:
+        doc = {"verdict": (diagnosis or {}).get("verdict", ""), "suspects": (diagnosis or {}).get("suspects", []),
+               "series": [x for x in series if x["points"]]}
+        if doc["series"] or doc["suspects"]:
+            blobs["chart-data"] = chart_data(doc, metric="1 - cosine / relative norm error of the outputs")
+    return blobs
 
 
-def write_html(db: Path, output: Path | None = None, step: int | None = None, rank: int | None = None) -> Path:
-    """Write the viewer of ``db`` (default: ``<db without .vis.db>.html`` beside it) atomically."""
+def render_html(blobs: dict[str, Any]) -> str:
+    """The HTML page of ``blobs`` (from :func:`load_page`)."""
+    title = f"probe graph - {blobs['page-meta']['meta']['source']}"
+    return render_page("viewer.html", title, scripts=("common.js", "chart.js", "viewer.js"),
+                       styles=("viewer.css", "chart.css"), blobs=blobs)
+
+
+def write_html(db: Path, output: Path | None = None, step: int | None = None, rank: int | None = None,
+               diagnosis: Mapping[str, Any] | Path | None = None) -> Path:
+    """Write the viewer of ``db`` (default: ``<db without .vis.db>.html`` beside it) atomically: every
+    (step, rank) graph unless ``step``/``rank`` pick some, with the chart of ``diagnosis`` if given.
+
+    When the graphs hold more than ``SPLIT_BYTES`` of data, the first one goes to ``output`` and
+    each other one to ``<output stem>_step<S>_rank<R>.html`` beside it; the pages link each other.
+    Returns ``output``."""
     db = Path(db)
     if output is None:
         stem = db.name[: -len(".vis.db")] if db.name.endswith(".vis.db") else db.stem
         output = db.with_name(f"{stem}.html")
-    html = render_html(load_payload(db, step, rank))
+    output = Path(output)
+    if output.is_dir():
+        raise InputError("is a directory; -o names the HTML file to write", output)
+    try:
+        blobs = load_page(db, step, rank, diagnosis)
+    except (sqlite3.Error, ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError) as exc:
+        detail = str(exc).splitlines()[0][:160] if str(exc) else ""
+        raise InputError(f"is not a valid .vis.db graph file ({type(exc).__name__}: {detail})", db) from None
+    graphs = blobs["page-meta"]["graphs"]
+    sizes = sum(len(v) for k, v in blobs.items() if k.startswith("graph-"))
     output.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_write(output, "w", encoding="utf-8") as handle:
-        handle.write(html)
+    if len(graphs) < 2 or sizes <= SPLIT_BYTES:
+        page = atomic_write(output, "w", encoding="utf-8")  # never replaces: output_1.html if taken
+        with page as handle:
+            handle.write(render_html(blobs))
+        return page.path
+    else:
+        stem = output.name[: -len(".html")] if output.name.endswith(".html") else output.name
+        paths = [output] + [output.with_name(f"{stem}_step{g['step']}_rank{g['rank']}.html") for g in graphs[1:]]
+        names = [path.name for path in paths]
+        pages = {}
+        for k, path in enumerate(paths):
+            meta = {**blobs["page-meta"], "pages": names, "current": k}
+            page = {"page-meta": meta, f"graph-{k}": blobs[f"graph-{k}"]}
+            if "chart-data" in blobs:
+                page["chart-data"] = blobs["chart-data"]
+            pages[path] = page
+    for path, page in pages.items():  # linked by name: a page that exists is an error, not replaced
+        with atomic_write(path, "w", encoding="utf-8", rename=False) as handle:
+            handle.write(render_html(page))
     return output

@@ -13,13 +13,13 @@ The step is the leaf directory's name (``5`` or ``step_5``); the rank comes from
 
 from __future__ import annotations
 
-import csv
+
 import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from probe.api import InputError
+from probe.api import InputError, csv_rows
 
 log = logging.getLogger("probe")
 
@@ -181,11 +181,10 @@ def read_mapping_csv(directory: Path) -> dict[str, str]:
     if not path.is_file():
         return {}
     mapping = {}
-    with open(path, newline="", encoding="utf-8") as handle:
-        for index, row in enumerate(csv.reader(handle)):
-            if index == 0 or len(row) < 2:
-                continue
-            mapping[Path(row[0].strip()).name] = Path(row[1].strip()).name
+    for index, row in enumerate(csv_rows(path)):
+        if index == 0 or len(row) < 2:
+            continue
+        mapping[Path(row[0].strip()).name] = Path(row[1].strip()).name
     return mapping
 
 
@@ -235,8 +234,7 @@ def _stat_value(text: str) -> float:
 def statistic_items(directory: KernelDir) -> list[KernelTensor]:
     """Rows of a directory's statistic.csv (columns found by header name)."""
     path = directory.path / STATISTIC_FILE
-    with open(path, newline="", encoding="utf-8") as handle:
-        rows = list(csv.reader(handle))
+    rows = list(csv_rows(path))
     if not rows:
         raise InputError("is empty", path)
     header = [h.strip() for h in rows[0]]

@@ -69,7 +69,8 @@ def side_row(item: KernelTensor | None) -> Row:
     """A core :class:`Row` for one side of a kernel pair (an empty one for a missing side)."""
     if item is None:
         return Row("", "", "", "", "", (None,) * 4, NA, None, "")
-    return Row(item.display, item.key, "", item.dtype, item.shape, item.stats, NA, None, item.source)
+    stats = item.stats if len(item.stats) == 4 else (None,) * 4  # no statistics (yet): four blanks
+    return Row(item.display, item.key, "", item.dtype, item.shape, stats, NA, None, item.source)
 
 
 def accuracy(metrics: Sequence[Any]) -> str:
@@ -146,8 +147,9 @@ class KernelNpyMode(_KernelMode):
 
     def _one(self, t_item: KernelTensor | None, g_item: KernelTensor | None) -> RowResult:
         arrays = []
+        problems: list[str] = []
         for item in (t_item, g_item):
-            arrays.append(None if item is None else _load(item))
+            arrays.append(None if item is None else _load(item, problems))
         rows = []
         for item, array in zip((t_item, g_item), arrays):
             row = side_row(item)
@@ -163,6 +165,8 @@ class KernelNpyMode(_KernelMode):
         record = RowResult(pair, ("",) * 6)
         if n is None or b is None:
             record.raise_to(ERROR, MSG_NO_FILE)
+            if problems:
+                record.extra["problem"] = problems[0]
             return record
         if n.size == 0 or b.size == 0:
             record.notes.append(MSG_EMPTY)
@@ -200,10 +204,13 @@ class KernelNpyMode(_KernelMode):
         return self._base_cells(row) + list(row.metrics) + self._tail(row, with_stack)
 
 
-def _load(item: KernelTensor) -> np.ndarray | None:
+def _load(item: KernelTensor, problems: list[str] | None = None) -> np.ndarray | None:
+    """The array of one kernel tensor file; ``None`` (and the reason in ``problems``) if unreadable."""
     try:
         return np.load(item.path, allow_pickle=False)
-    except (OSError, ValueError):
+    except (OSError, ValueError, EOFError) as exc:
+        if problems is not None:
+            problems.append(f"{item.path}: cannot be loaded as a .npy array ({str(exc).splitlines()[0][:160]})")
         return None
 
 

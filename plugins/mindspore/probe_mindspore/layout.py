@@ -99,6 +99,7 @@ class KernelJob:
         result.output_subdir = self.output_subdir
         result.rank = self.rank
         result.golden_only = sum(1 for t, _ in pairs if t is None)
+        result.problems.extend(r.extra["problem"] for r in records if r.extra_value("problem") is not None)
         return result
 
 

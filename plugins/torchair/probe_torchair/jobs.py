@@ -89,9 +89,7 @@ class TorchairJob:
     def run(self, host: Any = None, request: Any = None, progress: Any = None) -> CompareResult:
         """Job protocol: compare and hand the table to the core exporters."""
         report = self.compare(progress)
-        for problem in report.problems:
-            log.error("%s", problem)
-        return to_result(report, self.label)
+        return to_result(report, self.label)  # problems are printed once, by the console summary
 
 
 def plan(target: Path, golden: Path, ranks: list[int] | None = None, mode: str | None = None,

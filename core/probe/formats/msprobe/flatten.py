@@ -62,6 +62,8 @@ def leaf_row(name: str, entry: str, state: str, leaf: dict[str, Any] | None) -> 
         row.extra = extra
         return row
     data_name = leaf.get("data_name") or "-1"
+    if not isinstance(data_name, str):
+        raise InputError(f"data_name of {entry} is not text ({type(data_name).__name__})")
     if data_name != "-1":
         if "/" in data_name or "\\" in data_name or data_name in (".", ".."):
             raise InputError(f"data_name {data_name!r} of {entry} points outside its dump directory")

@@ -13,7 +13,7 @@ from typing import Any
 from probe.errors import InputError
 from probe.formats.msprobe.flatten import flatten_entries
 from probe.formats.msprobe.stack import load_stack
-from probe.jsonio import read_json_member
+from probe.jsonio import open_regular, read_json_member
 from probe.model import DumpInfo, FlatDump
 
 KNOWN_TASKS = ("statistics", "tensor", "structure")
@@ -86,9 +86,9 @@ def detect_framework(path: str) -> str | None:
         candidates = [c for c in candidates if c.name.endswith(("dump.json", "debug.json"))]
     for candidate in candidates[:4]:
         try:
-            with open(candidate, "rb") as handle:
+            with open(open_regular(candidate), "rb") as handle:  # never a FIFO or a device
                 head = handle.read(1 << 16)
-        except OSError:
+        except (OSError, InputError):
             continue
         match = _FRAMEWORK_RE.search(head)
         if match:

@@ -1,22 +1,65 @@
-"use strict";
+// The graph viewer: two synced trees (target / golden), search, filters, details, manual matching,
+// a step/rank selector, and the "error along the network" chart with the suspect list.
 (function () {
-  // The data is gzip-compressed JSON in base64, inflated with the browser's DecompressionStream.
-  async function loadData() {
-    const text = document.getElementById("graph-data").textContent.trim();
-    const raw = atob(text);
-    const bytes = new Uint8Array(raw.length);
-    for (let k = 0; k < raw.length; k++) bytes[k] = raw.charCodeAt(k);
-    if (typeof DecompressionStream === "undefined") throw new Error("this browser has no DecompressionStream; use a current Chrome, Firefox, Edge or Safari");
-    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-    return JSON.parse(await new Response(stream).text());
+  const { el, loadBlob, safeColor, fail } = Probe;
+  let PAGE_META = null, CHART = null, current = -1, view = null, chartView = null;
+
+  async function boot() {
+    PAGE_META = await loadBlob("page-meta");
+    CHART = await loadBlob("chart-data");
+    const graphs = PAGE_META.graphs;
+    const select = document.getElementById("graph-select");
+    graphs.forEach((g, k) => select.append(el("option", { value: k, text: `step ${g.step}, rank ${g.rank}` })));
+    document.getElementById("graph-picker").hidden = graphs.length < 2;
+    select.onchange = () => showGraph(+select.value);
+    if (CHART && CHART.series.length) setupChart();
+    const v = await showGraph(PAGE_META.current || 0);
+    // arrived from another page of the same db to open a node (see jump)
+    if (location.hash.startsWith("#open=")) {
+      try { const t = JSON.parse(decodeURIComponent(location.hash.slice(6))); v.jump(String(t.node), t.note ? String(t.note) : null); } catch (e) { /* not ours */ }
+    }
   }
-  loadData().then(main, (err) => {
-    window.__errors = [String(err)];
-    document.body.insertAdjacentHTML("afterbegin", `<p class="load-error">Cannot read the embedded graph: ${String(err).replace(/</g, "&lt;")}</p>`);
-  });
+  boot().catch(fail);
+
+  // graph k of the page (the one of (step, rank)), or -1
+  function graphOf(step, rank) { return PAGE_META.graphs.findIndex((g) => g.step === step && g.rank === rank); }
+  // graph k: decoded from this page, or (a db split into one page per graph) the page that has it
+  async function showGraph(k, open) {
+    if (k === current) return view;
+    if (PAGE_META.pages && k !== (PAGE_META.current || 0)) {
+      location.href = encodeURIComponent(PAGE_META.pages[k]) + (open ? "#open=" + encodeURIComponent(JSON.stringify(open)) : "");
+      return null;
+    }
+    document.body.dataset.ready = "0";
+    const data = await loadBlob("graph-" + k);
+    current = k;
+    document.getElementById("graph-select").value = String(k);
+    view = main(data);
+    document.body.dataset.ready = "1";
+    return view;
+  }
+  // jump to `node` of graph (step, rank): both trees reveal and select it; `note` goes above the details
+  async function jump(node, step, rank, note) {
+    const k = graphOf(step, rank);
+    if (k < 0) { document.getElementById("results-title").textContent = `step ${step}, rank ${rank} is not in this page`; return; }
+    const v = await showGraph(k, { node, note });
+    if (v) v.jump(node, note);
+  }
+  function setupChart() {
+    document.getElementById("chart-panel").hidden = false;
+    const noteOf = (n) => { const s = CHART.suspects[n - 1]; return s ? `suspect ${n} (${s.kind}): ${s.evidence}` : null; };
+    chartView = ProbeChart.render(document.getElementById("chart-host"), CHART, {
+      onPick: (k, i) => { const s = CHART.series[k]; jump(s.node[i], s.step, s.rank, s.suspect[i] ? noteOf(s.suspect[i]) : null); },
+    });
+    ProbeChart.renderSuspects(document.getElementById("suspect-list"), CHART, (n) => {
+      const s = CHART.suspects[n - 1];
+      for (const li of document.querySelectorAll("#suspect-list li")) li.classList.toggle("active", +li.dataset.suspect === n);
+      jump(s.node, s.step, s.rank, noteOf(n));
+    });
+  }
 
   function main(DATA) {
-  const META = DATA.meta;
+  const META = Object.assign({}, PAGE_META.meta, DATA.meta);
   const COMPARE = META.graphType === "compare";
   const SIDES = Object.keys(DATA.sides);
   const PAGE = 400; // children rendered per "show more"
@@ -42,6 +85,23 @@
     s.el = new Map(); // node index -> rendered .node element
     G[side] = s;
   }
+  // worst verdict among the descendants of each node (1 pass, 2 warning, 3 error; 0 none), so a
+  // collapsed parent never hides an error child
+  const RANK = { pass: 1, warning: 2, error: 3 }, RANKED = [null, "pass", "warning", "error"];
+  for (const side of SIDES) {
+    const s = G[side], n = s.names.length;
+    s.worst = new Uint8Array(n);
+    if (!COMPARE || side !== "NPU") continue;
+    const depth = new Int32Array(n);
+    for (let i = 0; i < n; i++) { let d = 0; for (let p = s.parents[i]; p >= 0 && d <= n; p = s.parents[p]) d++; depth[i] = d; }
+    const byDepth = Array.from({ length: n }, (_, i) => i).sort((a, b) => depth[b] - depth[a]);
+    for (const i of byDepth) {
+      const p = s.parents[i];
+      if (p < 0) continue;
+      const own = s.match[i] == null ? 0 : RANK[verdictOf(s.precision[i])] || 0;
+      s.worst[p] = Math.max(s.worst[p], s.worst[i], own);
+    }
+  }
   const other = (side) => (side === "NPU" ? "Bench" : "NPU");
   const partner = (side, i) => {
     const name = G[side].match[i];
@@ -51,7 +111,7 @@
   const colorRanges = [];
   if (META.colors) {
     for (const [color, spec] of Object.entries(META.colors)) {
-      if (Array.isArray(spec.value) && spec.value.length === 2) colorRanges.push([spec.value[0], spec.value[1], color, spec.accuracy_level]);
+      if (spec && Array.isArray(spec.value) && spec.value.length === 2 && safeColor(color)) colorRanges.push([+spec.value[0], +spec.value[1], safeColor(color), String(spec.accuracy_level)]);
     }
   }
   function verdictOf(p) {
@@ -62,7 +122,7 @@
   }
   function colorOf(side, i) {
     const s = G[side];
-    if (state.overflowMode && s.overflow[i]) return OVERFLOW_COLORS[s.overflow[i]];
+    if (state.overflowMode && s.overflow[i]) return OVERFLOW_COLORS[s.overflow[i]] || "#fff";
     if (!COMPARE || side !== "NPU") return "#fff";
     if (s.match[i] == null) return UNMATCHED;
     const p = s.precision[i];
@@ -91,18 +151,19 @@
   const panes = {};
   function buildPanes() {
     const host = $("graphs");
+    host.replaceChildren();
     for (const side of SIDES) {
       const pane = document.createElement("div");
       pane.className = "pane";
       pane.id = "pane-" + side;
       const title = side === "NPU" ? (COMPARE ? "Target (NPU)" : "Graph") : "Golden (Bench)";
-      pane.innerHTML = `<h2>${title} <span class="badge">${G[side].names.length} nodes</span></h2>`;
+      pane.append(el("h2", null, title + " ", el("span", { className: "badge", text: `${G[side].names.length} nodes` })));
       const tree = document.createElement("div");
       tree.className = "tree";
       pane.appendChild(tree);
       host.appendChild(pane);
       panes[side] = tree;
-      tree.addEventListener("click", (ev) => onTreeClick(side, ev));
+      tree.onclick = (ev) => onTreeClick(side, ev);
       const root = G[side].root;
       if (root >= 0) {
         tree.appendChild(renderNode(side, root));
@@ -122,11 +183,14 @@
     row.title = s.names[i];
     row.style.background = colorOf(side, i);
     const hasKids = s.children[i].length > 0;
-    const extra = [];
-    if (s.overflow[i]) extra.push(`<span class="badge">${s.overflow[i]}</span>`);
-    if (s.dist[i]) extra.push(`<span class="badge">comm</span>`);
-    row.innerHTML = `<span class="toggle">${hasKids ? (s.expanded[i] ? "▾" : "▸") : ""}</span><span class="label"></span>${extra.join("")}`;
-    row.querySelector(".label").textContent = label(side, i);
+    row.append(el("span", { className: "toggle", text: hasKids ? (s.expanded[i] ? "▾" : "▸") : "" }), el("span", { className: "label", text: label(side, i) }));
+    if (s.overflow[i]) row.append(el("span", { className: "badge", title: "overflow level", text: s.overflow[i] }));
+    if (s.dist[i]) row.append(el("span", { className: "badge", text: "comm" }));
+    const own = s.match[i] == null ? 0 : RANK[verdictOf(s.precision[i])] || 0;
+    if (hasKids && s.worst[i] > 1 && s.worst[i] > own) {
+      const v = RANKED[s.worst[i]];
+      row.append(el("span", { className: "badge inside " + v, title: `a node inside is ${v}`, dataset: { inside: v }, text: `${v} inside` }));
+    }
     wrap.appendChild(row);
     s.el.set(i, wrap);
     if (s.expanded[i]) renderChildren(side, i, wrap);
@@ -214,7 +278,7 @@
     }
     return s.el.get(i);
   }
-  function select(side, i, fromClick) {
+  function select(side, i, fromClick, note) {
     for (const sd of SIDES) for (const r of panes[sd].querySelectorAll(".row.selected")) r.classList.remove("selected");
     const wrap = reveal(side, i, true);
     const j = partner(side, i);
@@ -227,40 +291,55 @@
       row.scrollIntoView({ block: "nearest", inline: "nearest" });
     }
     state.selected = [side, i];
-    showDetails(side, i);
+    showDetails(side, i, note);
+    if (chartView) chartView.mark(META.step, META.rank, G[side].names[i]); // where it is along the network
     if (COMPARE && G[side].match[i] == null) pickForMatch(side, i);
   }
 
   // ---------------------------------------------------------------- details
-  function esc(text) {
-    return String(text).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c]));
-  }
   const STAT_KEYS = ["dtype", "shape", "Max", "Min", "Mean", "Norm", "requires_grad", "md5"];
   const SKIP_KEYS = new Set(["type", "data_name", "Result", "Err_message", "Requires_grad Consistent", ...STAT_KEYS]);
+  // Key metric columns first (after the name, which stays in view when the table scrolls sideways)
   function ioTable(title, npuData, benchData) {
     const nk = Object.keys(npuData), bk = Object.keys(benchData || {});
-    if (!nk.length && !bk.length) return "";
+    if (!nk.length && !bk.length) return null;
     const metricCols = [];
-    for (const k of nk) for (const c of Object.keys(npuData[k])) if (!SKIP_KEYS.has(c) && c !== "value" && !metricCols.includes(c)) metricCols.push(c);
-    const statCols = STAT_KEYS.filter((c) => nk.some((k) => c in npuData[k]) || bk.some((k) => c in benchData[k]));
-    const head = ["Name", ...statCols.map((c) => "NPU " + c), ...(benchData ? ["Bench name", ...statCols.map((c) => "Bench " + c)] : []), ...metricCols, ...(COMPARE ? ["Result", "Err_message"] : [])];
-    let html = `<h4>${title}</h4><table class="io"><thead><tr>${head.map((h) => `<th>${esc(h)}</th>`).join("")}</tr></thead><tbody>`;
+    for (const k of nk) {
+      const item = npuData[k];
+      if (item && typeof item === "object") for (const c of Object.keys(item)) if (!SKIP_KEYS.has(c) && c !== "value" && !metricCols.includes(c)) metricCols.push(c);
+    }
+    const KEY_FIRST = ["Cosine", "MaxRelativeErr", "NormRelativeErr", "MaxAbsErr", "One Thousandth Err Ratio", "Five Thousandths Err Ratio"];
+    metricCols.sort((a, b) => (KEY_FIRST.includes(a) ? KEY_FIRST.indexOf(a) : 99) - (KEY_FIRST.includes(b) ? KEY_FIRST.indexOf(b) : 99));
+    const has = (data, keys, c) => keys.some((k) => data[k] && typeof data[k] === "object" && c in data[k]);
+    const statCols = STAT_KEYS.filter((c) => has(npuData, nk, c) || (benchData && has(benchData, bk, c)));
+    const key = ["Name", ...(COMPARE ? ["Result"] : []), ...metricCols];
+    const head = [...key, ...(COMPARE ? ["Err_message"] : []), ...statCols.map((c) => "NPU " + c), ...(benchData ? ["Bench name", ...statCols.map((c) => "Bench " + c)] : [])];
+    const tr = el("tr");
+    head.forEach((h, k) => tr.append(el("th", { className: k < key.length ? "key" : "", text: h })));
+    const body = el("tbody");
     const n = Math.max(nk.length, benchData ? bk.length : 0);
+    const cell = (item, c) => (item && typeof item === "object" ? item[c] ?? (c === "Max" ? item.value : undefined) ?? "" : "");
     for (let r = 0; r < n; r++) {
       const a = nk[r] !== undefined ? npuData[nk[r]] : {}, b = benchData && bk[r] !== undefined ? benchData[bk[r]] : null;
-      const cells = [nk[r] || "", ...statCols.map((c) => a[c] ?? (c === "Max" && a.value) ?? "")];
-      if (benchData) cells.push(bk[r] || "", ...statCols.map((c) => (b ? b[c] ?? "" : "")));
-      cells.push(...metricCols.map((c) => a[c] ?? ""));
-      let tail = "";
+      const row = el("tr");
+      row.append(el("td", { text: nk[r] || "" }));
+      if (COMPARE) { const res = String(cell(a, "Result")); row.append(el("td", { className: /^(pass|warning|error)$/.test(res) ? res : "", text: res })); }
+      for (const c of metricCols) row.append(el("td", { text: cell(a, c) }));
       if (COMPARE) {
-        const res = a.Result || "";
-        let msg = a.Err_message || "";
-        try { msg = JSON.parse(msg).join("; "); } catch (e) { /* keep the raw text */ }
-        tail = `<td class="${esc(res)}">${esc(res)}</td><td>${esc(msg)}</td>`;
+        let msg = String(cell(a, "Err_message"));
+        try { const list = JSON.parse(msg); if (Array.isArray(list)) msg = list.join("; "); } catch (e) { /* keep the raw text */ }
+        row.append(el("td", { text: msg }));
       }
-      html += `<tr>${cells.map((c) => `<td>${esc(c)}</td>`).join("")}${tail}</tr>`;
+      for (const c of statCols) row.append(el("td", { text: cell(a, c) }));
+      if (benchData) {
+        row.append(el("td", { text: bk[r] || "" }));
+        for (const c of statCols) row.append(el("td", { text: cell(b, c) }));
+      }
+      body.append(row);
     }
-    return html + "</tbody></table>";
+    const frag = document.createDocumentFragment();
+    frag.append(el("h4", { text: title }), el("table", { className: "io" }, el("thead", null, tr), body));
+    return frag;
   }
   function parse(text) { try { return JSON.parse(text || "{}"); } catch (e) { return {}; } }
   // parameter items of node i: output=false -> inputs, true -> outputs ({row name: {key: value}})
@@ -271,17 +350,17 @@
     }
     const start = s.rowStart[i] + (output ? s.nIn[i] : 0);
     const end = start + (output ? s.nOut[i] : s.nIn[i]);
-    const res = {};
+    const res = Object.create(null);
     for (let k = start; k < end; k++) {
       const suffix = s.rowNames[k];
       const keys = DATA.schemas[s.rowSchemas[k]], vals = s.rowValues[k];
-      const item = {};
+      const item = Object.create(null);
       for (let j = 0; j < keys.length; j++) item[keys[j]] = typeof vals[j] === "number" ? DATA.strings[vals[j]] : vals[j];
       res[suffix.startsWith(".") ? s.names[i] + suffix : suffix] = item;
     }
     return res;
   }
-  function showDetails(side, i) {
+  function showDetails(side, i, note) {
     const s = G[side];
     const j = partner(side, i);
     const npuSide = side === "NPU" ? "NPU" : other(side);
@@ -291,17 +370,20 @@
     const nIn = ni !== undefined ? items(N, ni, false) : {}, nOut = ni !== undefined ? items(N, ni, true) : {};
     const bIn = B && bi !== undefined ? items(B, bi, false) : (COMPARE ? {} : null), bOut = B && bi !== undefined ? items(B, bi, true) : (COMPARE ? {} : null);
     const prec = ni !== undefined ? N.precision[ni] : null;
-    let html = `<h3 id="details-name">${esc(s.names[i])}</h3><div>`;
-    html += `side: ${esc(side)}; micro step: ${s.micro[i]}`;
-    if (COMPARE) html += `; match: ${j !== undefined ? esc(G[other(side)].names[j]) : "<b>unmatched</b>"}; verdict: <b id="details-verdict">${esc(verdictOf(prec) || "n/a")}</b>`;
-    if (s.overflow[i]) html += `; overflow: <b>${esc(s.overflow[i])}</b>`;
-    html += "</div>";
-    html += ioTable("Inputs", nIn, bIn) + ioTable("Outputs", nOut, bOut);
-    if (s.dist[i]) html += `<h4>Communication</h4><pre class="stack">${esc(s.dist[i])}</pre>`;
-    if (s.merge[i]) html += `<h4>Parallel merge</h4><pre class="stack">${esc(parse(s.merge[i]).join ? parse(s.merge[i]).join("\n") : s.merge[i])}</pre>`;
-    const stack = DATA.stacks[s.stack[i]] || [];
-    html += `<h4>Stack</h4><pre class="stack">${stack.length ? esc(stack.join("\n")) : "(none)"}</pre>`;
-    $("details").innerHTML = html;
+    const info = el("div", null, `side: ${side}; micro step: ${s.micro[i] ?? ""}`);
+    if (COMPARE) {
+      info.append("; match: ", j !== undefined ? G[other(side)].names[j] : el("b", { text: "unmatched" }), "; verdict: ", el("b", { id: "details-verdict", text: verdictOf(prec) || "n/a" }));
+      if (s.worst[i] > 1) info.append(`; worst inside: ${RANKED[s.worst[i]]}`);
+    }
+    if (s.overflow[i]) info.append("; overflow level: ", el("b", { text: s.overflow[i] }));
+    const parts = [el("h3", { id: "details-name", text: s.names[i] })];
+    if (note) parts.push(el("div", { className: "suspect-note", id: "details-note", text: note }));
+    parts.push(info, ioTable("Inputs", nIn, bIn), ioTable("Outputs", nOut, bOut));
+    if (s.dist[i]) parts.push(el("h4", { text: "Communication" }), el("pre", { className: "stack", text: s.dist[i] }));
+    if (s.merge[i]) { const m = parse(s.merge[i]); parts.push(el("h4", { text: "Parallel merge" }), el("pre", { className: "stack", text: Array.isArray(m) ? m.join("\n") : s.merge[i] })); }
+    const stack = DATA.stacks[s.stack[i]];
+    parts.push(el("h4", { text: "Stack" }), el("pre", { className: "stack", text: Array.isArray(stack) && stack.length ? stack.join("\n") : String(stack && !Array.isArray(stack) ? stack : "(none)") }));
+    $("details").replaceChildren(...parts.filter(Boolean));
   }
 
   // ---------------------------------------------------------------- search & filters
@@ -321,7 +403,7 @@
   function showResults(title, items) {
     $("results-title").textContent = title;
     const list = $("result-list");
-    list.innerHTML = "";
+    list.replaceChildren();
     const frag = document.createDocumentFragment();
     for (const [side, i, note] of items.slice(0, 500)) {
       const li = document.createElement("li");
@@ -334,18 +416,18 @@
     }
     list.appendChild(frag);
   }
-  $("result-list").addEventListener("click", (ev) => {
+  $("result-list").onclick = (ev) => {
     const li = ev.target.closest("li");
     if (!li) return;
     select(li.dataset.side, +li.dataset.i, false);
     const row = G[li.dataset.side].el.get(+li.dataset.i)?.querySelector(":scope > .row");
     if (row) { row.classList.add("flash"); setTimeout(() => row.classList.remove("flash"), 1200); }
-  });
+  };
   let searchTimer = 0;
-  $("search").addEventListener("input", () => {
+  $("search").oninput = () => {
     clearTimeout(searchTimer);
     searchTimer = setTimeout(runSearch, 120);
-  });
+  };
   function runSearch() {
     const q = $("search").value.trim().toLowerCase();
     if (!q) { showResults("Search or tick a filter", []); return; }
@@ -388,20 +470,19 @@
     const what = [...prec, ...ovf].join(", ");
     showResults(`${items.length} node(s): ${what}` + (ovf.length && !META.overflowCheck ? " (graph built without -oc)" : ""), items);
   }
-  for (const v of [...PREC_IDS, ...OVF_IDS]) $("filter-" + v).addEventListener("change", runFilters);
+  for (const v of [...PREC_IDS, ...OVF_IDS]) $("filter-" + v).onchange = runFilters;
   function recolor() {
     for (const side of SIDES) for (const [i, wrap] of G[side].el) wrap.querySelector(":scope > .row").style.background = colorOf(side, i);
   }
-  $("collapse-all").addEventListener("click", () => {
+  $("collapse-all").onclick = () => {
     for (const side of SIDES) {
       const s = G[side];
       s.expanded.fill(0);
       s.el.clear();
-      panes[side].innerHTML = "";
-      panes[side].appendChild(renderNode(side, s.root));
+      panes[side].replaceChildren(renderNode(side, s.root));
       setExpanded(side, s.root, true, false);
     }
-  });
+  };
 
   // ---------------------------------------------------------------- manual matching
   function pickForMatch(side, i) {
@@ -421,7 +502,7 @@
     return groups;
   }
   function yamlKey(text) { return /^[A-Za-z0-9_.\-]+$/.test(text) ? text : JSON.stringify(text); }
-  $("add-pair").addEventListener("click", () => {
+  $("add-pair").onclick = () => {
     const a = G.NPU.names[state.pick.NPU], b = G.Bench.names[state.pick.Bench];
     if (!state.pairs.some((p) => p[0] === a)) state.pairs.push([a, b, state.pick.NPU, state.pick.Bench]);
     const li = document.createElement("li");
@@ -432,7 +513,7 @@
     for (const r of document.querySelectorAll(".row.picked")) r.classList.remove("picked");
     $("add-pair").disabled = true;
     $("export-yaml").disabled = false;
-  });
+  };
   function mappingYaml() {
     const lines = ["# target (NPU) name: golden (bench) name", "# node pairs picked in the probe viewer, then their rows, paired by position"];
     for (const [a, b, ni, bi] of state.pairs) {
@@ -447,7 +528,7 @@
     }
     return lines.join("\n") + "\n";
   }
-  $("export-yaml").addEventListener("click", () => {
+  $("export-yaml").onclick = () => {
     const text = mappingYaml();
     $("yaml-out").value = text;
     const blob = new Blob([text], { type: "text/yaml" });
@@ -457,15 +538,39 @@
     document.body.appendChild(a);
     a.click();
     setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 0);
-  });
+  };
+
+  // ---------------------------------------------------------------- jump (chart, suspects)
+  function jump(node, note) {
+    for (const side of SIDES) {
+      const i = G[side].index.get(node);
+      if (i === undefined) continue;
+      select(side, i, false, note);
+      const row = G[side].el.get(i)?.querySelector(":scope > .row");
+      if (row) { row.classList.add("flash"); setTimeout(() => row.classList.remove("flash"), 1200); }
+      return true;
+    }
+    $("results-title").textContent = `${node} is not a node of this graph`;
+    return false;
+  }
 
   // ---------------------------------------------------------------- boot
   $("title").textContent = `${META.source} — ${COMPARE ? "compare (" + META.task + ")" : "build"} — step ${META.step}, rank ${META.rank}`;
-  if (!COMPARE) { $("precision-filters").style.display = "none"; $("matching").style.display = "none"; }
-  if (META.colors) {
-    $("legend").innerHTML = Object.entries(META.colors).map(([c, s]) => `<span style="background:${esc(c)}">${esc(s.accuracy_level)}</span>`).join("");
-  }
+  $("precision-filters").style.display = COMPARE ? "" : "none";
+  $("matching").style.display = COMPARE ? "" : "none";
+  $("pair-list").replaceChildren();
+  $("yaml-out").value = "";
+  $("pick-npu").textContent = "-"; $("pick-bench").textContent = "-";
+  $("add-pair").disabled = true; $("export-yaml").disabled = true;
+  $("details").replaceChildren(el("div", { className: "hint", text: "Click a node to see its inputs, outputs and stack." }));
+  const legend = Object.entries(META.colors || {}).map(([c, spec]) => {
+    const span = el("span", { text: spec && spec.accuracy_level !== undefined ? String(spec.accuracy_level) : "" });
+    if (safeColor(c)) span.style.background = safeColor(c);
+    return span;
+  });
+  $("legend").replaceChildren(...legend);
   buildPanes();
-  document.body.dataset.ready = "1";
+  runFilters();
+  return { jump };
   }
 })();

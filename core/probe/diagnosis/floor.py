@@ -1,0 +1,80 @@
+"""The noise floor: how much deviation the dtypes of a pair explain without any bug.
+
+A value rounded to a float format is off by at most its *unit roundoff* ``u`` (relative).
+A healthy lower-precision run therefore deviates from a float32 golden run by a few ``u``
+per op, and an op passes on the deviation of its inputs scaled by a modest gain. The floor
+of one op is::
+
+    floor = gain * input_deviation + LOCAL * u
+
+where ``gain`` is what ops of the same kind typically do to an input deviation in this
+dump (their median, clamped to ``[1, MAX_GAIN]``) and ``LOCAL * u`` covers the rounding of
+the op's own result and of its reductions.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+
+UNIT_ROUNDOFF = {
+    "float64": 2.0 ** -53,
+    "float32": 2.0 ** -24,
+    "float16": 2.0 ** -11,
+    "bfloat16": 2.0 ** -8,
+    "float8_e4m3fn": 2.0 ** -4,
+    "float8_e5m2": 2.0 ** -3,
+    "hifloat8": 2.0 ** -3,
+    "float8": 2.0 ** -3,
+}
+"""Unit roundoff (half the machine epsilon) of each float dtype, canonical names."""
+
+LOCAL = 8.0
+"""Units of roundoff an op may add by itself (its own rounding, reductions, the statistics' own rounding)."""
+PARAMETER_UNITS = 8.0
+"""Units of roundoff a parameter may differ by: a cast moves each statistic by at most one."""
+MAX_WIDTH = 1 << 16
+"""Reductions longer than this are not trusted to stay near the roundoff (a cap on ``width``)."""
+MIN_GAIN, MAX_GAIN = 1.0, 4.0
+"""Bounds of the per-kind gain: an op may amplify an input deviation this much without suspicion."""
+DEFAULT_GAIN = 2.0
+"""Gain of an op kind with too few calls to measure."""
+
+
+def unit_roundoff(dtype: str) -> float:
+    """``u`` of a canonical dtype name; float32's for unknown or empty names."""
+    return UNIT_ROUNDOFF.get(dtype, UNIT_ROUNDOFF["float32"])
+
+
+def local_floor(dtype: str, width: int = 1) -> float:
+    """The deviation an op of this dtype may show with exact inputs.
+
+    ``LOCAL`` units of its own roundoff, plus the worst-case float32 accumulation error of a
+    reduction over ``width`` terms (kernels accumulate low-precision data in float32; two
+    float32 kernels that sum in different orders differ by up to ``width * u``).
+    """
+    return LOCAL * unit_roundoff(dtype) + min(width, MAX_WIDTH) * UNIT_ROUNDOFF["float32"]
+
+
+def parameter_floor(dtype: str) -> float:
+    """The deviation a parameter (or any tensor no call produced) may show from a cast to ``dtype``."""
+    return PARAMETER_UNITS * unit_roundoff(dtype)
+
+
+def kind_gains(samples: Iterable[tuple[str, float, float, str, int]]) -> dict[str, float]:
+    """The typical gain of each op kind from ``(kind, input deviation, output deviation, dtype, width)`` samples.
+
+    The gain of one call is ``out / (in + LOCAL*u)``; the kind's gain is the median over its
+    calls (a faulty call is one of several and does not move the median), clamped.
+    """
+    ratios: dict[str, list[float]] = defaultdict(list)
+    for kind, dev_in, dev_out, dtype, width in samples:
+        ratios[kind].append(dev_out / (dev_in + local_floor(dtype, width)))
+    gains = {}
+    for kind, values in ratios.items():
+        if len(values) < 3:
+            gains[kind] = DEFAULT_GAIN
+        else:
+            gains[kind] = min(MAX_GAIN, max(MIN_GAIN, statistics.median(values)))
+    return gains

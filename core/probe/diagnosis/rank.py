@@ -1,0 +1,208 @@
+"""Rank suspects: which calls introduced a difference the noise floor does not explain.
+
+For every entry of every rank and step (see :mod:`probe.diagnosis.facts`):
+
+* the *input deviation* is the worst deviation of its inputs; for a backward call the
+  tensors its forward call saved count as inputs too;
+* its *floor* is what the dtypes explain (:mod:`probe.diagnosis.floor`);
+* it is a suspect when its outputs turn finite inputs into NaN/inf (``nan_source``), when a
+  parameter or an input no earlier call produced differs beyond rounding (``parameter``),
+  when a non-tensor argument differs (``argument``), when its output deviation is far
+  above its floor (``introduced``), or when the call has no golden counterpart at all
+  (``structure``).
+
+Suspects are ranked by step, then forward before backward, then by kind (NaN sources,
+parameters and arguments before ops that merely introduced a deviation), then by the
+size of the excess, then in execution order. A module call whose own suspect lies
+inside it is dropped: the inner call is the more precise answer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from probe.diagnosis.facts import NodeFacts, RankFacts
+from probe.diagnosis.floor import LOCAL, kind_gains, local_floor, parameter_floor, unit_roundoff
+from probe.diagnosis.report import (
+    ARGUMENT, DIVERGENT, IDENTICAL, INTRODUCED, NAN_SOURCE, NOISE, PARAMETER, STRUCTURE, Diagnosis, Suspect,
+)
+
+EXCESS = 4.0
+"""An output deviation this many times its floor is a new error, not rounding."""
+EXCESS_BACKWARD = 32.0
+"""The same for calls of the backward pass: gradients of weights and biases are sums with heavy
+cancellation, whose relative error the statistics cannot bound; a backward-only fault (a
+scaled or wrong gradient) is far above this."""
+MAX_SCORE = 1e6
+KIND_TIER = {NAN_SOURCE: 0, PARAMETER: 1, ARGUMENT: 1, INTRODUCED: 2, STRUCTURE: 3}
+
+
+def forward_of(entry: str) -> str | None:
+    """The forward call whose saved tensors a backward call uses (``X.0.backward`` -> ``X.0.forward``)."""
+    parts = entry.split(".")
+    for i in (len(parts) - 1, len(parts) - 2):
+        if i >= 0 and parts[i] == "backward":
+            return ".".join(parts[:i] + ["forward"] + parts[i + 1:])
+    return None
+
+
+def _pct(value: float) -> str:
+    if math.isinf(value):
+        return "inf"
+    return f"{value * 100:.3g}%"
+
+
+class _RankView:
+    """One rank of one step with the derived numbers the ranking needs."""
+
+    def __init__(self, facts: RankFacts) -> None:
+        self.facts = facts
+        self.by_entry = {n.entry: n for n in facts.nodes}
+        self.in_eff: dict[str, float] = {}
+        self.nan_in: dict[str, bool] = {}
+        for node in facts.nodes:
+            dev, nan = node.in_dev, node.nan_in
+            fwd = self.by_entry.get(forward_of(node.entry) or "")
+            if fwd is not None:
+                dev = max(dev, fwd.in_dev, fwd.out_dev, fwd.param_dev)
+                nan = nan or fwd.nan_in or fwd.nan_out
+            self.in_eff[node.entry] = dev
+            self.nan_in[node.entry] = nan
+        samples = [
+            (self.group(n), self.in_eff[n.entry], n.out_dev, n.dtype, n.width)
+            for n in facts.nodes
+            if n.kind != "parameters_grad" and math.isfinite(n.out_dev) and math.isfinite(self.in_eff[n.entry])
+        ]
+        self.gains = kind_gains(samples)
+
+    @staticmethod
+    def group(node: NodeFacts) -> str:
+        return f"{node.op}:{'b' if node.backward else 'f'}"
+
+    def floor(self, node: NodeFacts) -> float:
+        dev_in = self.in_eff[node.entry]
+        gain = self.gains.get(self.group(node), 2.0)
+        return gain * dev_in + local_floor(node.dtype, node.width) if math.isfinite(dev_in) else math.inf
+
+
+def _suspect(view: _RankView, node: NodeFacts) -> Suspect | None:
+    facts = view.facts
+    if node.kind == "parameters_grad":
+        return None
+    floor = view.floor(node)
+    direction = "backward" if node.backward else "forward"
+
+    def make(kind: str, score: float, evidence: str) -> Suspect:
+        return Suspect(node=node.entry, rank=facts.rank, step=facts.step, kind=kind,
+                       score=round(min(score, MAX_SCORE), 3), evidence=evidence, direction=direction,
+                       order=node.order, error=node.out_dev, floor=floor)
+
+    if node.matched == 0 and node.unmatched:
+        return make(STRUCTURE, 1.0, f"{node.entry} has no golden counterpart")
+    if node.nan_out and not view.nan_in[node.entry]:
+        return make(NAN_SOURCE, MAX_SCORE,
+                    f"its inputs are finite (worst {node.worst_in or 'none'} off by {_pct(view.in_eff[node.entry])}) "
+                    f"but {node.worst_out} holds NaN/inf that the golden run does not")
+    if view.nan_in[node.entry]:
+        return None  # NaN/inf propagated from an input
+    local = local_floor(node.dtype, node.width)
+    out_excess = node.out_dev / floor if floor > 0 else (math.inf if node.out_dev > 0 else 0.0)
+    cast = parameter_floor(node.dtype)
+    if node.param_dev > cast:
+        return make(PARAMETER, node.param_dev / cast,
+                    f"parameter {node.worst_param} differs by {_pct(node.param_dev)} "
+                    f"(a cast to {node.dtype or 'its dtype'} explains {_pct(cast)})")
+    if node.leaf_dev > cast and node.leaf_dev >= view.in_eff[node.entry] * 0.999 and not node.backward:
+        return make(PARAMETER, node.leaf_dev / cast,
+                    f"input {node.worst_leaf} differs by {_pct(node.leaf_dev)} and no earlier call produced it "
+                    f"(a parameter, buffer or data; a cast to {node.dtype or 'its dtype'} explains {_pct(cast)})")
+    if node.argument and node.out_dev > local:
+        return make(ARGUMENT, max(out_excess, 1.0),
+                    f"{node.argument}; its output {node.worst_out} differs by {_pct(node.out_dev)}")
+    if out_excess > (EXCESS_BACKWARD if node.backward else EXCESS):
+        return make(INTRODUCED, out_excess,
+                    f"inputs differ by {_pct(view.in_eff[node.entry])}, {node.worst_out} by {_pct(node.out_dev)}: "
+                    f"{out_excess:.3g}x the {_pct(floor)} its inputs and {node.dtype or 'dtype'} rounding explain")
+    return None
+
+
+def _explained_modules(view: _RankView, suspects: list[Suspect]) -> set[str]:
+    """Module calls that contain a suspect (through construct.json's parent links)."""
+    explained: set[str] = set()
+    for suspect in suspects:
+        node = view.by_entry.get(suspect.node)
+        seen = 0
+        parent = node.module if node is not None else ""
+        while parent and parent not in explained and seen < 1000:
+            explained.add(parent)
+            up = view.by_entry.get(parent)
+            parent = up.module if up is not None else ""
+            seen += 1
+    return explained
+
+
+def sort_key(suspect: Suspect) -> tuple[Any, ...]:
+    """Earlier steps first, forward before backward, sources before introduced error, bigger excess first."""
+    return (suspect.step, suspect.direction != "forward", KIND_TIER.get(suspect.kind, 9),
+            -round(math.log10(max(suspect.score, 1e-12)), 1), suspect.rank, suspect.order)
+
+
+def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
+    """The diagnosis over every rank and step of a compare."""
+    suspects: list[Suspect] = []
+    series: list[dict[str, Any]] = []
+    identical = True
+    floor_stats: dict[str, dict[str, Any]] = {}
+    for facts in sorted(ranks, key=lambda f: (f.step, f.rank)):
+        view = _RankView(facts)
+        found = [s for s in (_suspect(view, n) for n in facts.nodes) if s is not None]
+        explained = _explained_modules(view, [s for s in found if s.kind != STRUCTURE])
+        found = [s for s in found if s.node not in explained]
+        suspects.extend(found)
+        if facts.golden_only or any(not n.exact or n.unmatched for n in facts.nodes):
+            identical = False
+        flagged = {s.node for s in found}
+        for node in facts.nodes:
+            if node.kind == "parameters_grad" or node.entry in flagged or not node.dtype:
+                continue
+            entry = floor_stats.setdefault(node.dtype, {"unit_roundoff": unit_roundoff(node.dtype),
+                                                        "local_floor": local_floor(node.dtype),
+                                                        "calls": 0, "max_error_within_floor": 0.0})
+            entry["calls"] += 1
+            if math.isfinite(node.out_dev):
+                entry["max_error_within_floor"] = max(entry["max_error_within_floor"], node.out_dev)
+        series.append(_series(view, found))
+    suspects.sort(key=sort_key)
+    for position, suspect in enumerate(suspects, 1):
+        for line in series:
+            if line["rank"] == suspect.rank and line["step"] == suspect.step:
+                for point in line["points"]:
+                    if point["node"] == suspect.node:
+                        point["suspect"] = position
+    for dtype, entry in floor_stats.items():
+        entry["why"] = (f"{dtype} rounds to {entry['unit_roundoff']:.3g} (unit roundoff); a call may add "
+                        f"{LOCAL:g} of those and amplify its inputs' deviation as calls of its kind typically do")
+    verdict = IDENTICAL if identical else DIVERGENT if suspects else NOISE
+    return Diagnosis(verdict=verdict, suspects=suspects if verdict == DIVERGENT else [],
+                     noise_floor=floor_stats, series=series)
+
+
+def _series(view: _RankView, found: list[Suspect]) -> dict[str, Any]:
+    facts = view.facts
+    points = []
+    for node in facts.nodes:
+        if node.kind == "parameters_grad":
+            continue
+        points.append({
+            "node": node.entry,
+            "order": node.order,
+            "error": node.out_dev,
+            "floor": view.floor(node),
+            "module": node.module,
+            "direction": "backward" if node.backward else "forward",
+            "kind": node.kind,
+            "suspect": None,
+        })
+    return {"rank": facts.rank, "step": facts.step, "label": f"step{facts.step}/rank{facts.rank}", "points": points}

@@ -1,0 +1,99 @@
+"""The diagnosis result: verdict, noise floor, ranked suspects and the error series, as data."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from probe.io import atomic_write, unique_path
+
+IDENTICAL, NOISE, DIVERGENT = "identical", "noise", "divergent"
+
+NAN_SOURCE = "nan_source"
+PARAMETER = "parameter"
+ARGUMENT = "argument"
+INTRODUCED = "introduced"
+STRUCTURE = "structure"
+INHERITED = "inherited"
+
+
+@dataclass
+class Suspect:
+    """One ranked suspect: an API or module call that introduced a difference."""
+
+    node: str
+    rank: int
+    step: int
+    kind: str
+    score: float
+    evidence: str
+    direction: str = "forward"
+    order: int = 0
+    error: float | None = None
+    floor: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def where(self) -> str:
+        """``step S, rank R`` for messages."""
+        return f"step {self.step}, rank {self.rank}"
+
+
+@dataclass
+class Diagnosis:
+    """Verdict, noise floor per dtype, suspects best first and the error along the network."""
+
+    verdict: str
+    suspects: list[Suspect] = field(default_factory=list)
+    noise_floor: dict[str, dict[str, Any]] = field(default_factory=dict)
+    series: list[dict[str, Any]] = field(default_factory=list)
+    path: Path | None = None
+    """The file it was written to, if any."""
+
+    @property
+    def first(self) -> Suspect | None:
+        """The best suspect, or ``None`` unless the verdict is divergent."""
+        return self.suspects[0] if self.suspects else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The diagnosis JSON document (``diagnosis_{ts}.json``)."""
+        return {
+            "verdict": self.verdict,
+            "noise_floor": self.noise_floor,
+            "suspects": [s.to_dict() for s in self.suspects],
+            "series": self.series,
+        }
+
+    def headline(self) -> str:
+        """One line for a console or a log: the verdict and the first suspect."""
+        if self.verdict != DIVERGENT or self.first is None:
+            if self.verdict == IDENTICAL:
+                return "identical: every compared value is bit-identical"
+            return "noise: every difference is within the rounding noise of the dtypes"
+        first = self.first
+        return f"{first.node} ({first.where()}, {first.kind}): {first.evidence}"
+
+    def write(self, directory: Path, stamp: str) -> Path:
+        """Write ``diagnosis_{stamp}.json`` into ``directory`` (atomic, never replacing a file)."""
+        path = unique_path(directory, f"diagnosis_{stamp}", ".json")
+        out = atomic_write(path, "w", encoding="utf-8")
+        with out as handle:
+            json.dump(_finite(self.to_dict()), handle, indent=1, ensure_ascii=False, allow_nan=False)
+            handle.write("\n")
+        self.path = out.path  # the name claimed (``_1`` if a concurrent run took ``path``)
+        return out.path
+
+
+def _finite(value: Any) -> Any:
+    """JSON-safe copy: non-finite floats become ``None`` (strict JSON has no NaN/inf)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value

@@ -1,0 +1,200 @@
+"""Diagnosis: ranked suspects against the noise floor, on real msProbe dumps with a known fault.
+
+The cases in tests/data/diagnosis come from the diagnosis developer set: each ``case.json``
+names the calls that count as the right answer (``accept``, ``accept_steps``) or says the pair
+is clean (a lower-precision run of a healthy network, or an identical pair).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+import probe
+from conftest import DATA
+from probe.diagnosis.facts import stats_deviation, step_of
+from probe.diagnosis.floor import kind_gains, local_floor, unit_roundoff
+from probe.diagnosis.rank import forward_of, sort_key
+from probe.diagnosis.report import Suspect
+
+CASES = DATA / "diagnosis"
+
+
+def _case(name: str) -> tuple[dict, Path, Path]:
+    case_dir = CASES / name
+    case = json.loads((case_dir / "case.json").read_text())
+    return case, case_dir / case["probe_args"]["tp"], case_dir / case["probe_args"]["gp"]
+
+
+def _names() -> list[str]:
+    return sorted(p.parent.name for p in CASES.glob("*/case.json"))
+
+
+@pytest.mark.parametrize("name", _names())
+def test_case_ground_truth(name: str) -> None:
+    case, target, golden = _case(name)
+    diagnosis = probe.diagnose(target, golden)
+    if case["kind"] == "fault":
+        assert diagnosis.verdict == "divergent"
+        first = diagnosis.suspects[0]
+        assert first.node in case["accept"], [s.node for s in diagnosis.suspects[:3]]
+        assert first.step in case["accept_steps"]
+    else:
+        assert diagnosis.suspects == [], [(s.node, s.evidence) for s in diagnosis.suspects[:3]]
+        assert diagnosis.verdict in ("noise", "identical")
+        if "identical" in name:
+            assert diagnosis.verdict == "identical"
+        else:
+            assert diagnosis.verdict == "noise"
+            assert case["dtype_target"] in diagnosis.noise_floor
+
+
+def test_diagnose_command_writes_the_contract(tmp_path: Path, run_probe) -> None:
+    case, target, golden = _case("s10_convgn_gn_eps_u1_bf16")
+    result = run_probe("diagnose", "-tp", target, "-gp", golden, "-o", tmp_path / "out")
+    assert result.code == 0, result.err
+    files = list((tmp_path / "out").glob("diagnosis_*.json"))
+    assert len(files) == 1 and re.fullmatch(r"diagnosis_\d{14}\.json", files[0].name)
+    doc = json.loads(files[0].read_text())
+    assert doc["verdict"] == "divergent"
+    first = doc["suspects"][0]
+    assert set(first) >= {"node", "rank", "step", "kind", "score", "evidence"}
+    assert first["node"] in case["accept"] and not first["node"].endswith((".input", ".output"))
+    assert first["evidence"]
+    assert "bfloat16" in doc["noise_floor"] and doc["noise_floor"]["bfloat16"]["unit_roundoff"] == 2 ** -8
+    (line,) = doc["series"]
+    assert line["label"] == "step0/rank0" and line["rank"] == 0 and line["step"] == 0
+    points = line["points"]
+    assert [p["order"] for p in points] == sorted(p["order"] for p in points)
+    marked = [p for p in points if p["suspect"] == 1]
+    assert [p["node"] for p in marked] == [first["node"]]
+    assert all(set(p) >= {"node", "order", "error", "floor", "module", "direction", "suspect"} for p in points)
+    assert {p["direction"] for p in points} == {"forward", "backward"}
+    assert any(p["module"].startswith("Module.units.1") for p in points)
+    assert f"1. {first['node']}" in result.out
+
+
+def test_compare_writes_the_same_diagnosis(tmp_path: Path, run_probe) -> None:
+    _, target, golden = _case("s09_convgn_div_channel_scale_fp32")
+    result = run_probe("compare", "-tp", target, "-gp", golden, "-o", tmp_path)
+    assert result.code == 0, result.err
+    (path,) = tmp_path.glob("diagnosis_*.json")
+    doc = json.loads(path.read_text())
+    assert doc["suspects"][0]["node"] == "Tensor.__truediv__.0.forward"
+    assert doc["suspects"][0]["kind"] == "nan_source"
+    assert list(tmp_path.glob("compare_result_*.csv"))
+
+
+def test_one_answer_console_da_advisor_api(tmp_path: Path, run_probe) -> None:
+    """The console, -da's file, the advisor's text and the Python API name the same first suspect."""
+    case, target, golden = _case("s12_convgn_dropout2d_u0_bf16")
+    result = run_probe("compare", "-tp", target, "-gp", golden, "-o", tmp_path, "-da")
+    assert result.code == 0, result.err
+    api = probe.diagnose(target, golden).suspects[0].node
+    assert api in case["accept"]
+    console = re.search(r"^\s+1\. (\S+)", result.out, re.M).group(1)
+    (da_file,) = tmp_path.glob("diff_analyze_*.json")
+    da = json.loads(da_file.read_text())
+    assert list(da) == ["rank_0"] and set(da["rank_0"][0]) == {"op_name", "data_info", "stack_info"}
+    (advisor_file,) = tmp_path.glob("advisor_*.txt")
+    advisor = re.search(r"^Suspect node: (\S+)", advisor_file.read_text(), re.M).group(1)
+    (diag_file,) = tmp_path.glob("diagnosis_*.json")
+    in_file = json.loads(diag_file.read_text())["suspects"][0]["node"]
+    assert console == da["rank_0"][0]["op_name"] == advisor == api == in_file
+    assert re.search(r"first error: \S+ .*msProbe", result.out), "the first-error line stays, labelled"
+
+
+def test_clean_pair_raises_no_alarm_in_da_or_advisor(tmp_path: Path, run_probe) -> None:
+    _, target, golden = _case("s50_clean_llama_bf16")
+    result = run_probe("compare", "-tp", target, "-gp", golden, "-o", tmp_path, "-da")
+    assert result.code == 0, result.err
+    assert "diagnosis: noise" in result.out
+    assert not list(tmp_path.glob("diff_analyze_*.json"))
+    (advisor_file,) = tmp_path.glob("advisor_*.txt")
+    text = advisor_file.read_text()
+    assert "Suspect node" not in text and "Diagnosis: noise" in text
+
+
+def test_multi_step_root_ranks_across_steps(tmp_path: Path) -> None:
+    case, target, golden = _case("s11_convgn_lr_step1_u2_fp32")
+    assert target.name == "target"  # a dump root with step0/ and step1/
+    diagnosis = probe.diagnose(target, golden, tmp_path)
+    assert [line["label"] for line in diagnosis.series] == ["step0/rank0", "step1/rank0"]
+    first = diagnosis.suspects[0]
+    assert first.step == 1 and first.node in case["accept"]
+    assert diagnosis.path is not None and diagnosis.path.parent == tmp_path
+
+
+def test_several_ranks_give_one_ranking(tmp_path: Path) -> None:
+    """rank 0 is a clean float16 run, rank 1 has the fault: one file, the suspect on rank 1."""
+    clean, fault = CASES / "s51_clean_convgn_fp16", CASES / "s10_convgn_gn_eps_u1_bf16"
+    for side in ("target", "golden"):
+        shutil.copytree(clean / side / "step0" / "rank0", tmp_path / side / "step0" / "rank0")
+        shutil.copytree(fault / side / "step0" / "rank0", tmp_path / side / "step0" / "rank1")
+    diagnosis = probe.diagnose(tmp_path / "target" / "step0", tmp_path / "golden" / "step0", tmp_path / "out")
+    assert len(list((tmp_path / "out").glob("diagnosis_*.json"))) == 1
+    assert sorted(line["rank"] for line in diagnosis.series) == [0, 1]
+    assert diagnosis.suspects[0].rank == 1
+    assert {s.rank for s in diagnosis.suspects} == {1}
+
+
+def test_diagnose_bad_input_is_one_line(tmp_path: Path, run_probe) -> None:
+    (tmp_path / "t.json").write_text("{not json")
+    _, _, golden = _case("s10_convgn_gn_eps_u1_bf16")
+    result = run_probe("diagnose", "-tp", tmp_path / "t.json", "-gp", golden / "rank0" / "dump.json", "-o", tmp_path)
+    assert result.code == 2
+    assert result.err.count("\n") == 1 and "t.json" in result.err
+    assert not list(tmp_path.glob("diagnosis_*.json"))
+
+
+# ------------------------------------------------------------------ units
+
+
+def test_stats_deviation_is_scale_aware_and_sees_nan() -> None:
+    dev, t_bad, g_bad = stats_deviation((1.01, -1.0, 0.0001, 10.0), (1.0, -1.0, 0.0, 10.0))
+    assert dev == pytest.approx(0.01, rel=0.02) and not t_bad and not g_bad  # mean near 0 is judged against the range
+    assert stats_deviation((math.inf, 0.0, 1.0, 2.0), (3.0, 0.0, 1.0, 2.0))[:2] == (math.inf, True)
+    # a -inf mask present on both sides says nothing; the finite statistics are still compared
+    assert stats_deviation((2.0, -math.inf, -math.inf, math.inf), (2.0, -math.inf, -math.inf, math.inf))[0] == 0.0
+    assert stats_deviation((2.2, -math.inf, -math.inf, math.inf), (2.0, -math.inf, -math.inf, math.inf))[0] > 0.05
+    assert stats_deviation(("3", "1", "2", "4"), (3.0, 1.0, 2.0, 4.0))[0] == 0.0
+
+
+def test_floor_units_and_kind_gains() -> None:
+    assert unit_roundoff("bfloat16") == 2 ** -8 and unit_roundoff("float16") == 2 ** -11
+    assert unit_roundoff("unknown") == 2 ** -24
+    samples = [("linear:f", 0.01, 0.01, "bfloat16", 24)] * 5 + [("linear:f", 0.01, 5.0, "bfloat16", 24)]
+    gains = kind_gains(samples)
+    assert 0.9 < gains["linear:f"] < 2  # one faulty call does not move the kind's gain
+    assert kind_gains([("x:f", 0.0, 0.0, "float32", 1)])["x:f"] > 1  # too few calls: the default
+    # a long float32 reduction may differ by more than the roundoff of its result
+    assert local_floor("float32", 4096) > 100 * local_floor("float32", 1)
+    assert local_floor("bfloat16", 4096) < 1.01 * local_floor("bfloat16", 1)
+
+
+def test_forward_of_and_ranking_order() -> None:
+    assert forward_of("Functional.linear.3.backward") == "Functional.linear.3.forward"
+    assert forward_of("Module.a.Linear.backward.0") == "Module.a.Linear.forward.0"
+    assert forward_of("Functional.linear.3.forward") is None
+
+    def s(node: str, step: int, direction: str, kind: str, score: float, order: int) -> Suspect:
+        return Suspect(node, 0, step, kind, score, "", direction, order)
+
+    ranked = sorted([
+        s("late_step", 1, "forward", "nan_source", 1e6, 0),
+        s("backward", 0, "backward", "nan_source", 1e6, 5),
+        s("small", 0, "forward", "introduced", 5.0, 1),
+        s("big", 0, "forward", "introduced", 500.0, 9),
+        s("param", 0, "forward", "parameter", 5.0, 20),
+    ], key=sort_key)
+    assert [x.node for x in ranked] == ["param", "big", "small", "backward", "late_step"]
+
+
+def test_step_of_reads_the_step_folder() -> None:
+    assert step_of(Path("/x/step3/rank0/dump.json")) == 3
+    assert step_of(Path("/x/dump.json")) == 0
