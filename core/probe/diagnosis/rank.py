@@ -175,12 +175,13 @@ def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
                 entry["max_error_within_floor"] = max(entry["max_error_within_floor"], node.out_dev)
         series.append(_series(view, found))
     suspects.sort(key=sort_key)
+    points_at: dict[tuple[Any, Any, str], list[dict[str, Any]]] = {}  # one pass, not suspects x points
+    for line in series:
+        for point in line["points"]:
+            points_at.setdefault((line["rank"], line["step"], point["node"]), []).append(point)
     for position, suspect in enumerate(suspects, 1):
-        for line in series:
-            if line["rank"] == suspect.rank and line["step"] == suspect.step:
-                for point in line["points"]:
-                    if point["node"] == suspect.node:
-                        point["suspect"] = position
+        for point in points_at.get((suspect.rank, suspect.step, suspect.node), ()):
+            point["suspect"] = position
     for dtype, entry in floor_stats.items():
         entry["why"] = (f"{dtype} rounds to {entry['unit_roundoff']:.3g} (unit roundoff); a call may add "
                         f"{LOCAL:g} of those and amplify its inputs' deviation as calls of its kind typically do")

@@ -8,7 +8,6 @@ from typing import Any
 
 from probe.model import ERROR, NA, WARNING, FlatDump, ModeContext, Pair
 from probe.modes import common
-from probe.modes.stat_columns import difference_columns, stat_display_columns
 from probe.result import RowResult
 
 METRIC_COLUMNS = [
@@ -240,6 +239,8 @@ class StatisticsMode:
     def render_columns(self, records: Sequence[RowResult], with_stack: bool) -> list[list[Any]]:
         """The report as columns: what :meth:`render` gives row by row, the differences
         computed for all matched rows at once (see :mod:`probe.modes.stat_columns`)."""
+        from probe.modes.stat_columns import difference_columns, stat_display_columns  # numpy: when reports render
+
         columns = common.common_columns(records)
         metrics: list[list[Any]] = [[NA] * len(records) for _ in range(8)]
         lazy = [i for i, r in enumerate(records)
