@@ -6,8 +6,9 @@ import csv
 import math
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
+from functools import partial
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -82,7 +83,7 @@ class CsvExporter:
         stack = columns.index(STACK_COLUMN) if STACK_COLUMN in columns else None
         if len(result) <= self.max_rows:
             if len(result) >= SPLIT_MIN_ROWS and runtime.allowed():
-                return [_write_split(path, columns, result, stack)]
+                return [_write_split(path, columns, result, partial(_row_body, stack=stack))]
             return [self._write_file(path, columns, _rows(result, CSV_INF), stack)]
         rows = _rows(result, CSV_INF)
         written = []
@@ -97,6 +98,8 @@ class CsvExporter:
         header = csv_lines([[c] for c in safe_row(columns)])
         ranges = [(0, total)] if total <= self.max_rows else [
             (start, min(total, start + self.max_rows)) for start in range(0, total, self.max_rows)]
+        if len(ranges) == 1 and total >= SPLIT_MIN_ROWS and runtime.allowed():
+            return [_write_split(path, columns, result, partial(_column_body, columns=columns))]
         written = []
         for index, (start, stop) in enumerate(ranges, 1):
             part = path if len(ranges) == 1 else path.with_name(f"{path.stem}_part_{index}{path.suffix}")
@@ -132,21 +135,22 @@ def _write_body(handle: Any, rows: Iterable[list[Any]], stack: int | None) -> No
         _write_with_stacks(handle, rows, stack)
 
 
-def _write_split(path: Path, columns: list[str], result: CompareResult, stack: int | None) -> Path:
+def _write_split(path: Path, columns: list[str], result: CompareResult,
+                 body: Callable[[Any, CompareResult], None]) -> Path:
     """Write one CSV file with two processes: a forked child renders the second half of the
     rows into a temporary file while this process renders the first half; the child's text
     is then appended. Rows are rendered independently, so the bytes equal a serial write.
-    Returns the name used.
+    ``body(handle, part)`` writes the lines of a part of the result. Returns the name used.
     """
     half = len(result) // 2
     tail = str(temp_file(path, ".tail"))
     try:
-        child = runtime.start(_write_tail, tail, replace(result, records=result.records[half:]), stack)
+        child = runtime.start(_write_tail, tail, replace(result, records=result.records[half:]), body)
         out = atomic_write(path, "w", encoding="utf-8", newline="")
         try:
             with out as handle:
                 csv.writer(handle, lineterminator="\n").writerow(safe_row(columns))
-                _write_body(handle, _rows(replace(result, records=result.records[:half]), CSV_INF), stack)
+                body(handle, replace(result, records=result.records[:half]))
                 child.result()
                 handle.flush()
                 with open(tail, "rb") as source:
@@ -159,10 +163,20 @@ def _write_split(path: Path, columns: list[str], result: CompareResult, stack: i
     return out.path
 
 
-def _write_tail(path: str, result: CompareResult, stack: int | None) -> None:
+def _write_tail(path: str, result: CompareResult, body: Callable[[Any, CompareResult], None]) -> None:
     """The second half of :func:`_write_split` (runs in the forked child)."""
     with open(path, "w", encoding="utf-8", newline="") as handle:
-        _write_body(handle, _rows(result, CSV_INF), stack)
+        body(handle, result)
+
+
+def _row_body(handle: Any, result: CompareResult, stack: int | None) -> None:
+    """CSV lines of ``result`` rendered row by row."""
+    _write_body(handle, _rows(result, CSV_INF), stack)
+
+
+def _column_body(handle: Any, result: CompareResult, columns: list[str]) -> None:
+    """CSV lines of ``result`` rendered a chunk of columns at a time."""
+    _write_column_range(handle, result, columns, 0, len(result))
 
 
 class _Lines(list):
