@@ -14,6 +14,7 @@ import probe.zipstream
 from conftest import PYTORCH_CASES
 from probe.exporters import XlsxExporter, _rows
 from probe.pipeline import compare
+from probe.sheet_format import MAX_WIDTH, SAMPLE_ROWS, sheet_format
 from probe.xlsx import MAX_CELL_TEXT, XlsxWriter, column_letter
 
 COLUMNS = ["text", "number", "flag", "empty", "Highlight"]
@@ -158,7 +159,29 @@ def test_report_reads_back_as_the_rows_the_exporter_was_given(tmp_path):
     assert book.sheetnames == ["Sheet1"]
     header = [c.value for c in book.active[1]]
     assert header == result.columns
-    expected = [[None if v == "" else v for v in row] for row in _rows(result, ("inf", "-inf"))]
+    given = list(_rows(result, ("inf", "-inf")))
+    layout = sheet_format(result.columns, given[:SAMPLE_ROWS])
+    expected = [[None if v == "" else layout.cell(i, v) for i, v in enumerate(row)] for row in given]
     assert any(isinstance(v, float) for row in expected for v in row)
     assert any(isinstance(v, bool) for row in expected for v in row)
     _same(_values(tmp_path / "r.xlsx"), expected)
+
+
+def test_report_opens_ready_to_read(tmp_path):
+    """Frozen header, autofilter over every row, widths fitted to content, numeric text as numbers."""
+    case = PYTORCH_CASES / "stat_mix_tfm"
+    result = compare(case / "target/step0/rank0/dump.json", case / "golden/step0/rank0/dump.json")[0]
+    XlsxExporter().write(result, tmp_path / "r.xlsx")
+    sheet = load_workbook(tmp_path / "r.xlsx").active
+    assert sheet.freeze_panes == "A2"
+    assert sheet.auto_filter.ref == f"A1:{column_letter(len(result.columns) - 1)}{len(result) + 1}"
+    widths = {letter: dim.width for letter, dim in sheet.column_dimensions.items()}
+    name_col = column_letter(result.columns.index("NPU Name"))
+    assert widths[name_col] >= min(MAX_WIDTH, max(len(r.name) for r in result.records[:500]))
+    assert widths[column_letter(result.columns.index("NPU Dtype"))] < widths[name_col]
+    max_diff = result.columns.index("Max diff") + 1
+    values = [row[max_diff - 1].value for row in sheet.iter_rows(min_row=2, max_col=max_diff)]
+    assert any(isinstance(v, float) for v in values) and not any(
+        isinstance(v, str) and v.replace(".", "", 1).lstrip("-").isdigit() for v in values)
+    md5_like = [row[0].value for row in sheet.iter_rows(min_row=2, max_col=1)]
+    assert all(isinstance(v, str) for v in md5_like)

@@ -134,7 +134,7 @@ def test_ge_vs_fx(tmp_path, fx_layout):
     if fx_layout == "new":  # FX has rank dirs, GE has not: use the FX rank dir itself
         fx = fx / "worldsize2_global_rank0"
     out = tmp_path / "out"
-    compare(ge, fx, out, framework="torchair")
+    compare(ge, fx, out, framework="torchair", torchair_layout="26.2")
     rows = read_report(out)
     assert len(rows) == 14  # per token: Add 2 in + 1 out, fused 2 in + 1 out, Cast 1
     assert [r["data_id"] for r in rows] == [str(i) for i in range(14)]
@@ -159,7 +159,7 @@ def test_ge_vs_fusion_off_ge(tmp_path):
     ge = make_ge(tmp_path / "ge", fused=True)
     off = make_ge(tmp_path / "off", fused=False)
     out = tmp_path / "out"
-    compare(ge, off, out, framework="torchair")
+    compare(ge, off, out, framework="torchair", torchair_layout="26.2")
     rows = read_report(out)
     assert len(rows) == 16  # Cast_9 is dumped on both sides: its input and output pair directly
     d = token_data(1)
@@ -179,11 +179,11 @@ def test_multi_rank_and_rank_option(tmp_path):
         make_ge(ge, fused=True, tokens=(0,), rank=rank)
         make_fx_new(fx, tokens=(0,), rank=rank)
     out = tmp_path / "out"
-    compare(ge, fx, out, framework="torchair", jobs=2)
+    compare(ge, fx, out, framework="torchair", torchair_layout="26.2", jobs=2)
     assert len(read_report(out, "msprobe_cmp_report_rank0_*.csv")) == 7
     assert len(read_report(out, "msprobe_cmp_report_rank1_*.csv")) == 7
     out2 = tmp_path / "out2"
-    compare(ge, fx, out2, framework="torchair", rank="1")
+    compare(ge, fx, out2, framework="torchair", torchair_layout="26.2", rank="1")
     assert [p.name.split("_")[3] for p in out2.glob("*.csv")] == ["rank1"]
 
 
@@ -193,7 +193,7 @@ def test_shape_mismatch_is_kept_and_fails(tmp_path):
     path = next((fx / "data_dump" / "1").glob("*/add-aten.add.Tensor.OUTPUT.0.*.npy"))
     np.save(path, np.ones(5, np.float32))
     out = tmp_path / "out"
-    compare(ge, fx, out, framework="torchair")
+    compare(ge, fx, out, framework="torchair", torchair_layout="26.2")
     row = [r for r in read_report(out) if r["my_data_path"].endswith(".Add_2.1.2.%d,outputs,0" % TS)][0]
     assert row["cmp_fail_reason"] == "data shape doesn't match."
     assert row["Result"] == "FAIL" and row["cosine_similarity"] == "N/A"
@@ -209,7 +209,7 @@ def test_nan_in_target(tmp_path):
     w.write_ge(token_dir, "Add", "Add_2", [d["a"], d["b"]], [bad], ts=TS)
     fx = make_fx_old(tmp_path / "fx", tokens=(0,))
     out = tmp_path / "out"
-    compare(ge, fx, out, framework="torchair")
+    compare(ge, fx, out, framework="torchair", torchair_layout="26.2")
     row = [r for r in read_report(out) if "Add_2" in r["my_data_path"] and r["my_data_path"].endswith("outputs,0")][0]
     assert row["cmp_fail_reason"] == "my_data includes NAN or inf."
     assert row["Result"] == "FAIL" and row["my_max_value"] == "NaN"
@@ -230,7 +230,7 @@ def test_bad_ge_file_is_listed_and_exits_2(tmp_path, damage, run_probe):
         path.write_bytes(w.ge_bytes("Add_2", [t, w.plain(d["b"])], [w.plain(d["add"])]))
     fx = make_fx_old(tmp_path / "fx", tokens=(0,))
     out = tmp_path / "out"
-    run = run_probe("compare", "-m", "torchair", "-tp", ge, "-gp", fx, "-o", out)
+    run = run_probe("compare", "-m", "torchair", "-tp", ge, "-gp", fx, "-o", out, "--torchair-layout", "26.2")
     assert run.code == 2
     assert str(path.resolve()) in run.err
     rows = read_report(out)
@@ -257,7 +257,7 @@ def test_min_max_files_compare_as_statistics(tmp_path):
         np.save(path.with_name(path.name[:-4] + "_min_max.npy"), np.array([d["add"].min(), d["add"].max()]))
         path.unlink()
     out = tmp_path / "out"
-    compare(ge, fx, out, framework="torchair")
+    compare(ge, fx, out, framework="torchair", torchair_layout="26.2")
     rows = read_report(out)
     assert "max_diff" in rows[0] and "cosine_similarity" not in rows[0]
     row = [r for r in rows if "Add_2" in r["my_data_path"] and r["my_data_path"].endswith("outputs,0")][0]
@@ -273,7 +273,7 @@ def test_md5_mode(tmp_path):
     ge = make_ge(tmp_path / "ge", fused=True, tokens=(0,))
     fx = make_fx_old(tmp_path / "fx", tokens=(0,))
     out = tmp_path / "out"
-    compare(ge, fx, out, framework="torchair", metric_mode="md5")
+    compare(ge, fx, out, framework="torchair", torchair_layout="26.2", metric_mode="md5")
     rows = read_report(out)
     import hashlib
 
@@ -290,7 +290,7 @@ def test_fx_token_offset_override(tmp_path):
     fx = tmp_path / "fx"
     write_fx_token(fx / "data_dump" / "1" / "gm_1_dump", token_data(1))  # no +1 in this dump
     out = tmp_path / "out"
-    compare(ge, fx, out, framework="torchair", fx_token_offset=0)
+    compare(ge, fx, out, framework="torchair", torchair_layout="26.2", fx_token_offset=0)
     rows = read_report(out)
     assert len(rows) == 7 and rows[0]["token_id"] == "1"
 
@@ -302,3 +302,38 @@ def test_fx_arguments_sorted_numerically(tmp_path):
         np.save(tmp_path / f"cat-aten.cat.default.INPUT.{i}.20240125031118787351.npy", np.zeros(1))
     refs = read_token_dir(tmp_path)["cat-aten.cat.default"].ordered("inputs")
     assert [r.name.index for r in refs] == [0, 2, 10]
+
+
+DOCUMENTED_TENSOR = ["API Name", "Stack Info", "Data Name", "Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr",
+                     "One Thousandth Err Ratio", "Five Thousandths Err Ratio", "Requires_grad Consistent",
+                     "Result", "Accuracy Reached or Not", "Err_message"]
+
+
+def test_documented_report_columns_by_default_in_the_current_directory(tmp_path, run_probe, monkeypatch):
+    """Without --torchair-layout the report has the TorchAir documentation's columns; without -o it
+    lands in the current directory; -hl colours rows red (FAIL), green (PASS), yellow (not judged)."""
+    ge = make_ge(tmp_path / "ge", fused=True)
+    fx = make_fx_new(tmp_path / "fx") / "worldsize2_global_rank0"
+    work = tmp_path / "work"
+    work.mkdir()
+    run = run_probe("compare", "-m", "torchair", "-tp", ge, "-gp", fx, "-hl", "--format", "csv,xlsx", cwd=work)
+    assert run.code == 0, run.err
+    with open(next(work.glob("msprobe_cmp_report_*.csv")), newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == DOCUMENTED_TENSOR + ["Highlight"]
+    d = token_data(0)
+    add_out = next(r for r in rows if r["API Name"] == "Add_2.output.0" and "',inputs" not in r["Data Name"])
+    g, m = d["add"].astype(np.float64).ravel(), noisy(d["add"], 0.02).astype(np.float64).ravel()
+    assert float(add_out["EucDist"]) == pytest.approx(float(np.linalg.norm(m - g)), rel=1e-5)
+    rel = np.abs(m - g) / np.maximum(np.abs(g), np.finfo(np.float32).eps)
+    assert float(add_out["One Thousandth Err Ratio"]) == pytest.approx(float(np.mean(rel < 0.001)), abs=1e-4)
+    assert float(add_out["Cosine"]) == pytest.approx(expected(d["add"], noisy(d["add"], 0.02))["cosine_similarity"])
+    for row in rows:
+        assert row["Highlight"] == {"PASS": "green", "FAIL": "red"}.get(row["Result"], "yellow")
+        assert row["Stack Info"] == "N/A" and row["Requires_grad Consistent"] == "True"
+    from openpyxl import load_workbook
+
+    sheet = load_workbook(next(work.glob("msprobe_cmp_report_*.xlsx"))).active
+    fills = {sheet.cell(row=i + 2, column=1).fill.fgColor.rgb for i, r in enumerate(rows) if r["Result"] == "PASS"}
+    assert fills == {"FF92D050"}
+    assert not (work / "output").exists()

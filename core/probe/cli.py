@@ -13,7 +13,7 @@ from probe.version import __version__
 
 MAIN_EPILOG = """examples:
   probe compare -tp target/dump.json -gp golden/dump.json -o out
-  probe --framework mindspore compare -tp ms_dump/step0 -gp pt_dump/step0 -am -o out
+  probe -f mindspore compare -tp ms_dump/step0 -gp pt_dump/step0 -am -o out
   probe plugins
 Run 'probe COMMAND --help' for the options of a command.
 """
@@ -33,6 +33,15 @@ def _setup_logging(verbose: int, quiet: bool) -> None:
     log.setLevel(logging.ERROR if quiet else (logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING))
 
 
+def _add_framework_option(cmd_parser: argparse.ArgumentParser) -> None:
+    """``-f/--framework`` after the command too (msProbe's ``msprobe -f mindspore compare``
+    and ``compare -f mindspore`` both work); absent, the value given before the command stays."""
+    taken = {s for action in cmd_parser._actions for s in action.option_strings}
+    if not {"-f", "--framework"} & taken:
+        cmd_parser.add_argument("-f", "--framework", dest="framework", default=argparse.SUPPRESS,
+                                help="framework of the dumps (same as before the command)")
+
+
 def build_parser(host) -> argparse.ArgumentParser:
     """The top-level parser with one sub-parser per registered command."""
     parser = argparse.ArgumentParser(
@@ -43,7 +52,8 @@ def build_parser(host) -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"probe {__version__}")
-    parser.add_argument("--framework", help="framework of the dumps (default: read from dump.json)")
+    parser.add_argument("-f", "--framework", help="framework of the dumps (default: read from dump.json); "
+                        "also accepted after the command")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
     parser.add_argument("-q", "--quiet", action="store_true", help="errors only")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -54,6 +64,7 @@ def build_parser(host) -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
         )
         command.add_arguments(cmd_parser)
+        _add_framework_option(cmd_parser)
         if command.name in ("compare", "diagnose"):
             host.add_compare_options(parser=cmd_parser)
         cmd_parser.set_defaults(handler=command)

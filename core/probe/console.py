@@ -38,7 +38,10 @@ def run_with_console(request: CompareRequest, host: Any, fail_on: str = "never")
         def done(outcome: JobOutcome) -> None:
             progress.advance(jobs_task, 1)
 
-        run = run_compare(request, host, keep=tensor_log, progress=factory, on_outcome=done)
+        def planned(count: int) -> None:
+            progress.update(jobs_task, total=count)
+
+        run = run_compare(request, host, keep=tensor_log, progress=factory, on_outcome=done, on_plan=planned)
     if tensor_log:
         print_tensor_log(run.outcomes)
     code = report(run.outcomes, request, fail_on)
@@ -82,7 +85,7 @@ def report(outcomes: list[JobOutcome], request: CompareRequest, fail_on: str) ->
     if total.rows:
         table = Table(title="probe compare", show_header=True)
         table.add_column("job")
-        for column in ("rows", "pass", "warning", "error", "unmatched", "golden only"):
+        for column in ("rows", "pass", "warning", "error", "not compared", "unmatched", "golden only"):
             table.add_column(column, justify="right")
         shown = [(o.label, o.summary) for o in outcomes if not o.error]
         if len(shown) > 1:
@@ -90,12 +93,14 @@ def report(outcomes: list[JobOutcome], request: CompareRequest, fail_on: str) ->
         for label, s in shown:
             table.add_row(
                 label, str(s.rows), str(s.passed), f"[yellow]{s.warnings}[/yellow]",
-                f"[red]{s.errors}[/red]", str(s.unmatched), str(s.golden_only),
+                f"[red]{s.errors}[/red]", str(s.not_compared), str(s.unmatched), str(s.golden_only),
             )
         out.print(table)
         if total.first_error:
-            out.print(f"first error: [bold]{total.first_error}[/bold] [dim](first row over msProbe's thresholds; "
-                      f"the diagnosis below ranks the suspects)[/dim]")
+            job = total.first_error_job
+            where = f" ({job})" if job and not job.endswith(".json") else ""
+            out.print(f"first error: [bold]{total.first_error}[/bold]{where} [dim](first row over msProbe's "
+                      f"thresholds; the diagnosis below ranks the suspects)[/dim]")
         for path in files:
             out.print(f"report: {path}")
     for outcome in failed:
@@ -110,8 +115,20 @@ def report(outcomes: list[JobOutcome], request: CompareRequest, fail_on: str) ->
     if not total.rows:
         err_console.print("probe: error: nothing was compared (no rows in the dumps)", highlight=False)
         return InputError.exit_code
-    if fail_on == "error" and total.errors:
-        return 1
-    if fail_on == "warning" and (total.errors or total.warnings):
-        return 1
-    return 0
+    return fail_on_code(total, fail_on)
+
+
+def fail_on_code(total: Summary, fail_on: str) -> int:
+    """``--fail-on``: 1 (with one line saying why) when rows are at least that bad, or not compared."""
+    if fail_on == "never":
+        return 0
+    reasons = [f"{total.errors} error row(s)"] if total.errors else []
+    if fail_on == "warning" and total.warnings:
+        reasons.append(f"{total.warnings} warning row(s)")
+    if total.not_compared:
+        reasons.append(f"{total.not_compared} row(s) not compared")
+    if not reasons:
+        return 0
+    err_console.print(f"probe: --fail-on {fail_on}: exit 1 because of {', '.join(reasons)}",
+                      highlight=False, soft_wrap=True)
+    return 1

@@ -10,7 +10,6 @@ from probe import runtime
 from probe.errors import InputError
 from probe.model import FlatDump, Row, RowList
 
-
 def load_dump(path: Path, reader: Any, with_stack: bool = True) -> FlatDump:
     """Read the dump at ``path`` with ``reader`` (a :class:`probe.interfaces.DumpReader`)."""
     return reader.load(path, with_stack=with_stack)

@@ -268,6 +268,7 @@ class JsonExporter:
             "summary": {
                 "rows": summary.rows, "pass": summary.passed, "warning": summary.warnings,
                 "error": summary.errors, "unmatched": summary.unmatched, "golden_only": summary.golden_only,
+                "not_compared": summary.not_compared,
                 "first_error": summary.first_error,
             },
         }

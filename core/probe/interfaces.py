@@ -29,7 +29,7 @@ TensorLoader = Callable[[Path], Any]
 
 OPTIONAL_MEMBERS: dict[str, tuple[str, ...]] = {
     "DumpReader": ("tensor_loader",),
-    "NameNormalizer": ("option",),
+    "NameNormalizer": ("option", "also_with"),
     "Pairer": ("option",),
     "Analyzer": ("digest",),
 }
@@ -60,9 +60,10 @@ class DumpReader(Protocol):
 class NameNormalizer(Protocol):
     """Rewrites row matching keys of one side before pairing (the *normalize* stage).
 
-    Optional member: ``option``, the ``dest`` name of the compare option that switches it
+    Optional members: ``option``, the ``dest`` name of the compare option that switches it
     on (e.g. ``"api_mapping"`` for ``-am``); without one (or ``None``) it runs whenever
-    ``applies`` is true.
+    ``applies`` is true; ``also_with``, other option dest names that switch it on too (the
+    API table runs with ``-lm`` as well).
     """
 
     name: str

@@ -250,7 +250,11 @@ class Summary:
     errors: int = 0
     unmatched: int = 0
     golden_only: int = 0
+    not_compared: int = 0
+    """Matched rows whose data could not be compared (Result ``N/A``, reason in Err_message)."""
     first_error: str | None = None
+    first_error_job: str | None = None
+    """Label (rank/step) of the job the first error came from."""
     files: list[Path] = field(default_factory=list)
 
     def add(self, other: Summary) -> None:
@@ -261,5 +265,7 @@ class Summary:
         self.errors += other.errors
         self.unmatched += other.unmatched
         self.golden_only += other.golden_only
-        self.first_error = self.first_error or other.first_error
+        self.not_compared += other.not_compared
+        if self.first_error is None and other.first_error is not None:
+            self.first_error, self.first_error_job = other.first_error, other.first_error_job
         self.files.extend(other.files)

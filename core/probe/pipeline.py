@@ -81,11 +81,13 @@ def run_compare(
     keep: bool = True,
     progress: ProgressFactory = _no_progress,
     on_outcome: Callable[[JobOutcome], None] | None = None,
+    on_plan: Callable[[int], None] | None = None,
 ) -> CompareRun:
     """Plan ``request``, run every plan, then the analyzers; returns everything as a :class:`CompareRun`.
 
     Plans run in parallel processes when ``jobs > 1``. ``keep=False`` drops each plan's
-    result once it is exported (its summary stays), unless an analyzer needs it.
+    result once it is exported (its summary stays), unless an analyzer needs it. ``on_plan``
+    is told the number of plans once they are planned (progress totals).
     """
     host = host or default_host()
     if request.output_dir is not None:
@@ -93,6 +95,8 @@ def run_compare(
     for fmt in request.formats:
         host.exporters.get(fmt)  # fail early on an unknown format
     units: Sequence[Unit] = host.plan_compare(request=request)
+    if on_plan:
+        on_plan(len(units))
     # plans run in parallel workers; inside each worker tensor loading stays serial
     inner = CompareRequest(**{**request.__dict__, "jobs": 1})
     executor = request.options.get("executor") or "process"

@@ -79,6 +79,28 @@ class RowResult:
     def matched(self) -> bool:
         return self.pair.golden is not None
 
+    def __repr__(self) -> str:
+        text = self.messages + self.notes if self.has_text else []
+        return f"RowResult({self.name!r}, {self.verdict}" + (f", {text!r})" if text else ")")
+
+    @property
+    def not_compared(self) -> bool:
+        """A matched row whose data could not be compared (its Result stays ``N/A``)."""
+        return self.verdict == NA and self.pair.golden is not None
+
+    def mark_not_compared(self, reason: str) -> None:
+        """Record why the row's data could not be compared; a row no rule failed becomes ``N/A``.
+        A note that already states the cause is replaced by ``reason`` (one message, not two)."""
+        notes = self.notes
+        if reason not in notes:
+            same = [i for i, note in enumerate(notes) if reason.endswith(note)]
+            if same:
+                notes[same[0]] = reason
+            else:
+                notes.append(reason)
+        if self.verdict == PASS:
+            self.verdict = NA
+
     def raise_to(self, verdict: str, message: str) -> None:
         """Record a rule hit: raise the verdict (never lower it) and append the message."""
         if self.verdict == UNMATCHED:
@@ -158,8 +180,9 @@ class CompareResult:
         return self.filter(lambda r: r.verdict == ERROR)
 
     def summary(self) -> Summary:
-        """Counts of pass / warning / error / unmatched rows."""
-        s = Summary(rows=len(self.records), golden_only=self.golden_only, files=list(self.files))
+        """Counts of pass / warning / error / unmatched / not compared rows."""
+        s = Summary(rows=len(self.records), golden_only=self.golden_only, files=list(self.files),
+                    first_error_job=self.label)
         for record in self.records:
             verdict = record.verdict
             if verdict == ERROR:
@@ -169,7 +192,10 @@ class CompareResult:
             elif verdict == WARNING:
                 s.warnings += 1
             elif verdict == UNMATCHED:
-                s.unmatched += 1
+                if not record.matched:
+                    s.unmatched += 1
+                else:
+                    s.not_compared += 1
             else:
                 s.passed += 1
         return s

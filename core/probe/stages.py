@@ -132,7 +132,8 @@ def normalize(target: FlatDump, golden: FlatDump, registries: Registries, option
     normalizers = [
         n for n in registries.normalizers.values()
         if n.applies(target.info.framework, golden.info.framework)
-        and (getattr(n, "option", None) is None or options.get(n.option))
+        and (getattr(n, "option", None) is None or options.get(n.option)
+             or any(options.get(o) for o in getattr(n, "also_with", ())))
     ]
     for normalizer in normalizers:
         for side, dump in (("target", target), ("golden", golden)):

@@ -14,15 +14,16 @@ from __future__ import annotations
 import numbers
 import re
 from collections.abc import Iterable, Sequence
-from itertools import chain
+from itertools import chain, islice
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from probe.sheet_format import SAMPLE_ROWS, SheetFormat, sheet_format
 from probe.zipstream import MemberWriter, ZipStream
 
 MAX_CELL_TEXT = 32767  # Excel's limit on the characters of one cell
-FILLS = {"red": "FFFF0000", "yellow": "FFFFFF00"}  # fill name -> ARGB, style ids 1, 2...
+FILLS = {"red": "FFFF0000", "yellow": "FFFFFF00", "green": "FF92D050"}  # fill name -> ARGB, style ids 1, 2...
 COMPRESS_LEVEL = 1
 
 _MAIN_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
@@ -103,6 +104,8 @@ class XlsxWriter:
         self.path = Path(path)
         self._zip = ZipStream(self.path, compresslevel)
         self._sheets: list[str] = []
+        self._filters: list[str | None] = []
+        """Per sheet, the autofilter range (``A1:K20``), or ``None``."""
         self._text: dict[str, str] = {}
 
     def __enter__(self) -> XlsxWriter:
@@ -125,21 +128,31 @@ class XlsxWriter:
         """Append a sheet: a header row of ``columns`` then ``rows``; returns the data rows written.
 
         ``fill_column``: index of a column whose value (``"red"`` / ``"yellow"``) fills that
-        row's cells. ``rows_count``, when known, is recorded as the sheet's dimension.
+        row's cells. ``rows_count``, when known, is recorded as the sheet's dimension. The
+        layout (frozen header, autofilter, widths, numeric text stored as numbers) is decided
+        by :func:`probe.sheet_format.sheet_format` from the header and the first rows.
         """
         self._sheets.append(name)
         width = len(columns)
+        rows = iter(rows)
+        sample = list(islice(rows, SAMPLE_ROWS))
+        layout = sheet_format(columns, sample)
         dimension = ""
         if rows_count is not None and width:
             dimension = f'<dimension ref="A1:{column_letter(width - 1)}{rows_count + 1}"/>'
         with self._zip.member(f"xl/worksheets/sheet{len(self._sheets)}.xml") as out:
-            out.write(f'{_HEAD}<worksheet xmlns="{_MAIN_NS}">{dimension}<sheetData>'.encode())
-            written = self._write_rows(out, columns, rows, fill_column)
-            out.write(b"</sheetData></worksheet>")
+            out.write(f'{_HEAD}<worksheet xmlns="{_MAIN_NS}">{dimension}{_view(layout, width)}<sheetData>'.encode())
+            written = self._write_rows(out, columns, chain(sample, rows), fill_column, layout)
+            out.write(b"</sheetData>")
+            area = f"A1:{column_letter(width - 1)}{written + 1}" if width and layout.autofilter else None
+            if area:
+                out.write(f'<autoFilter ref="{area}"/>'.encode())
+            out.write(b"</worksheet>")
+        self._filters.append(area)
         return written
 
     def _write_rows(self, out: MemberWriter, columns: Sequence[str], rows: Iterable[Sequence[Any]],
-                    fill_column: int | None) -> int:
+                    fill_column: int | None, layout: SheetFormat | None = None) -> int:
         """Render the header and ``rows`` as ``<row>`` elements into ``out``; the data rows written."""
         width = len(columns)
         # a row is "".join(parts), parts = ['<c r="A', '2"', tail, '<c r="B', '2"', tail, ...]
@@ -171,8 +184,15 @@ class XlsxWriter:
 
         number = 0
         batch: list[str] = []
+        numeric = [i for i, flag in enumerate(layout.numeric) if flag] if layout is not None else []
+        cell = layout.cell if layout is not None else None
         for row in chain((columns,), rows):
             number += 1
+            if numeric and number > 1:
+                row = list(row)
+                for i in numeric:
+                    if i < len(row) and row[i].__class__ is str:
+                        row[i] = cell(i, row[i])
             ref = str(number)
             parts[1::3] = [ref + '"'] * width
             tails = [get(v) or tail(v) for v in row]
@@ -200,7 +220,7 @@ class XlsxWriter:
             "[Content_Types].xml": _content_types(len(sheets)),
             "_rels/.rels": _root_rels(),
             "docProps/app.xml": _app(),
-            "xl/workbook.xml": _workbook(sheets),
+            "xl/workbook.xml": _workbook(sheets, self._filters),
             "xl/_rels/workbook.xml.rels": _workbook_rels(len(sheets)),
             "xl/styles.xml": _styles(),
         }
@@ -253,15 +273,42 @@ def _app() -> str:
     )
 
 
-def _workbook(sheets: list[str]) -> str:
+def _view(layout: SheetFormat, width: int) -> str:
+    """``<sheetViews>`` (frozen header row) and ``<cols>`` (fitted widths) of a worksheet."""
+    view = ""
+    if layout.freeze_header:
+        view = ('<sheetViews><sheetView workbookViewId="0"><pane ySplit="1" topLeftCell="A2" '
+                'activePane="bottomLeft" state="frozen"/><selection pane="bottomLeft" activeCell="A2" sqref="A2"/>'
+                "</sheetView></sheetViews>")
+    if not width:
+        return view
+    cols = "".join(f'<col min="{i}" max="{i}" width="{w:.1f}" customWidth="1"/>'
+                   for i, w in enumerate(layout.widths, start=1))
+    return f"{view}<cols>{cols}</cols>"
+
+
+def _workbook(sheets: list[str], filters: Sequence[str | None] = ()) -> str:
     entries = "".join(
         f'<sheet name="{_attr(name)}" sheetId="{i}" r:id="rId{i}"/>' for i, name in enumerate(sheets, start=1)
+    )
+    names = "".join(
+        f'<definedName name="_xlnm._FilterDatabase" localSheetId="{i}" hidden="1">'
+        f"{_attr(_sheet_ref(sheets[i], area))}</definedName>"
+        for i, area in enumerate(filters) if area
     )
     return (
         f'{_HEAD}<workbook xmlns="{_MAIN_NS}" xmlns:r="{_REL_NS}">'
         '<bookViews><workbookView activeTab="0"/></bookViews>'
-        f"<sheets>{entries}</sheets></workbook>"
+        f"<sheets>{entries}</sheets>" + (f"<definedNames>{names}</definedNames>" if names else "") + "</workbook>"
     )
+
+
+def _sheet_ref(sheet: str, area: str) -> str:
+    """``'Sheet 1'!$A$1:$K$20`` for a defined name."""
+    start, end = area.split(":")
+    absolute = ":".join("$" + "".join(c for c in p if c.isalpha()) + "$" + "".join(c for c in p if c.isdigit())
+                        for p in (start, end))
+    return "'" + sheet.replace("'", "''") + "'!" + absolute
 
 
 def _workbook_rels(count: int) -> str:

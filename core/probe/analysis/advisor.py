@@ -93,7 +93,10 @@ class NodeFacts:
         return INTRODUCED
 
     def relation(self) -> str:
-        """``introduced here``, ``inherited from input`` or ``small difference`` for a node after the culprit."""
+        """``introduced here``, ``inherited from input``, ``small difference`` or a structure
+        difference (shape, dtype...) for a node after the culprit."""
+        if self.structural:
+            return self.structural[0]
         if self.nan_in or (self.in_dev >= DIFF_THRESHOLD and not self.amplifies):
             return INHERITED
         if not self.differs:
@@ -164,12 +167,31 @@ class Advice:
     unmatched: int = 0
     first_unmatched: str | None = None
     md5: bool = False
+    not_compared: int = 0
+    first_not_compared: RowResult | None = None
     failing_facts: NodeFacts | None = None
     notes: list[str] = field(default_factory=list)
 
+    def __repr__(self) -> str:
+        parts = [self.label]
+        if self.failing is not None:
+            parts.append(f"first failing {self.failing.name} ({self.failing.verdict})")
+        if self.culprit is not None:
+            parts.append(f"{self.cause} at {self.culprit.node.entry}")
+        if self.unmatched:
+            parts.append(f"{self.unmatched} unmatched")
+        if self.not_compared:
+            parts.append(f"{self.not_compared} not compared")
+        if len(parts) == 1:
+            parts.append("ok")
+        return f"Advice({', '.join(parts)})"
+
+    def __str__(self) -> str:
+        return "\n".join(f"{head}: {text}" for head, text in explain(self))
+
     @property
     def ok(self) -> bool:
-        return self.failing is None and self.culprit is None and not self.unmatched
+        return self.failing is None and self.culprit is None and not self.unmatched and not self.not_compared
 
     def advice(self) -> str:
         """The advice paragraph for the cause."""
@@ -194,7 +216,10 @@ def advise(result: CompareResult, nodes: list[Node] | None = None) -> Advice:
     failing_index = None
     for node in nodes:
         for record in node.records:
-            if record.verdict == UNMATCHED:
+            if record.verdict == UNMATCHED and record.pair.golden is not None:
+                advice.not_compared += 1
+                advice.first_not_compared = advice.first_not_compared or record
+            elif record.verdict == UNMATCHED:
                 advice.unmatched += 1
                 advice.first_unmatched = advice.first_unmatched or record.name
             elif failing_index is None and record.verdict in (WARNING, ERROR):
@@ -239,7 +264,13 @@ def explain(advice: Advice) -> list[tuple[str, str]]:
     """``(heading, text)`` lines describing one rank's advice, for the file and the panel."""
     lines: list[tuple[str, str]] = []
     where = f"rank {advice.rank}" if advice.rank is not None else advice.label
+    if advice.not_compared:
+        first = advice.first_not_compared
+        lines.append(("Not compared", f"{advice.not_compared} matched rows could not be compared (first: "
+                                      f"{first.name}: {(first.notes or ['no reason'])[-1]})"))
     if advice.failing is None:
+        if advice.not_compared:
+            return lines
         if advice.unmatched:
             lines.append(("Result", f"{where}: every matched row passes"))
             lines.append(("Cause", f"{UNMATCHED_STRUCTURE}: {advice.unmatched} target rows have no golden "
@@ -272,6 +303,8 @@ def explain(advice: Advice) -> list[tuple[str, str]]:
 def _relation_detail(advice: Advice) -> str:
     facts = advice.failing_facts
     assert facts is not None
+    if facts.structural and advice.failing_relation == facts.structural[0]:
+        return f"{_row_text(facts.structural[1])}, a structure difference, not a precision one"
     if advice.failing_relation == SMALL:
         return f"it differs by only {_pct(max(facts.in_dev, facts.out_dev))}"
     if advice.failing_relation == INHERITED:

@@ -33,6 +33,25 @@ class FirstDiff:
     def found(self) -> bool:
         return bool(self.nodes)
 
+    def __repr__(self) -> str:
+        if not self.nodes:
+            return "FirstDiff(no diverging node)"
+        shown = ", ".join(f"rank {rank}: {nodes[0].entry}" for rank, nodes in sorted(self.nodes.items()))
+        return f"FirstDiff({self.phase}: {shown})"
+
+    def __str__(self) -> str:
+        if not self.nodes:
+            return "no diverging node"
+        lines = [f"first diverging node(s), {self.phase}:"]
+        for rank, nodes in sorted(self.nodes.items()):
+            node = nodes[0]
+            trip = f" ({node.trip.row}: {node.trip.metric} {node.trip.value})" if node.trip else ""
+            lines.append(f"  rank {rank}: {node.entry}{trip}")
+            stack = node.stack_line()
+            if stack:
+                lines.append(f"    {stack}")
+        return "\n".join(lines)
+
     def first(self) -> Node | None:
         """The reported node of the lowest rank."""
         if not self.nodes:

@@ -100,10 +100,11 @@ def row_deviation(record: RowResult, md5: bool = False) -> float:
 
     Uses the changes of Norm (relative) and of Max/Min (relative to the golden value range),
     so a tensor whose mean is near zero does not look broken. md5 rows give 0 or inf; rows
-    without statistics fall back to ``1 - Cosine``. Unmatched rows give 0.
+    without statistics fall back to ``1 - Cosine``. Unmatched rows give 0, and so do rows whose
+    shapes differ: that is a structure difference, not a precision one.
     """
     t, g = record.pair.target, record.pair.golden
-    if g is None:
+    if g is None or t.shape != g.shape:
         return 0.0
     if md5:
         return 0.0 if t.md5 == g.md5 else math.inf
@@ -188,6 +189,12 @@ class Node:
 
     def label(self) -> str:
         return f"rank {self.rank}: {self.entry}"
+
+    def __repr__(self) -> str:
+        state = "same" if self.is_same else "differs"
+        if self.trip is not None:
+            state += f" ({self.trip.row}: {self.trip.metric} {self.trip.value})"
+        return f"Node({self.label()}, {len(self.records)} rows, {state})"
 
 
 def _judge_da(node: Node, md5: bool, stat_metrics: bool = False) -> None:

@@ -27,13 +27,14 @@ examples:
   probe compare -tp target/step0 -gp golden/step0 -o out
   probe merge_result -i out -o merged -config config.yaml
   probe merge-result -i out -o merged -config config.yaml   # same command
+  probe merge_result --input_dir out --output_dir merged --config config.yaml
 """
 
 
 def add_merge_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-i", "--input_path", required=True, metavar="DIR",
+    parser.add_argument("-i", "--input_path", "--input_dir", dest="input_path", required=True, metavar="DIR",
                         help="folder with per-rank results compare_result_rank<N>_<timestamp>.csv/.xlsx/.json")
-    parser.add_argument("-o", "--output_path", default="./output", metavar="DIR",
+    parser.add_argument("-o", "--output_path", "--output_dir", dest="output_path", default="./output", metavar="DIR",
                         help="where multi_ranks_compare_merge_<timestamp>.xlsx goes (default ./output)")
     parser.add_argument("-config", "--config-path", "--config", dest="config_path", required=True, metavar="YAML",
                         help="YAML with 'api' (list) and optional 'compare_index' (list)")

@@ -22,6 +22,10 @@ COMPARE_EPILOG = """examples:
   probe compare -tp t/dump.json -gp g/dump.json -fm -hl                  # fuzzy match, highlight
   probe compare -tp t/dump.json -gp g/dump.json -dm mapping.yaml --fail-on error
   probe compare -i compare.json -o out                                   # msProbe's input file
+  probe -f mindspore compare -tp ms/step0 -gp pt/step0 -am -o out        # -f before or after the command
+
+Rows whose data could not be compared read N/A with the reason in Err_message; the summary
+counts them as "not compared" and --fail-on exits 1 for them, printing why.
 """
 
 
@@ -34,8 +38,9 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
                     help="golden (bench) dump of the same kind as the target")
     io.add_argument("-i", "--input_path", dest="input_path", metavar="compare.json",
                     help="msProbe's older input file with npu_path / bench_path / stack_path / is_print_compare_log")
-    io.add_argument("-o", "--output_path", dest="output_path", nargs="?", const="./output", default="./output",
-                    metavar="DIR", help="output directory (default ./output)")
+    io.add_argument("-o", "--output_path", dest="output_path", nargs="?", const="./output", default=None,
+                    metavar="DIR", help="output directory (default ./output; the current directory for "
+                                        "TorchAir reports, as documented)")
     io.add_argument("--xlsx", action="store_true", help="write xlsx instead of CSV")
     io.add_argument("--format", dest="format", metavar="FMT[,FMT]",
                     help="report formats, comma separated (csv, xlsx, json, or a plugin's)")
@@ -57,7 +62,8 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     match.add_argument("-dm", "--data_mapping", metavar="FILE", help="YAML of target row name: golden row name")
     report = parser.add_argument_group("report")
     report.add_argument("-hl", "--highlight", action="store_true", default=None,
-                        help="colour rows red/yellow (xlsx fills, Highlight column in CSV/JSON)")
+                        help="mark suspicious rows red/yellow by msProbe's documented highlight rules, the reason "
+                             "written into the row (xlsx fills, Highlight column in CSV/JSON)")
     report.add_argument("-s", "--stack_mode", action="store_true", default=None,
                         help="accepted for compatibility: stack info is shown whenever stack.json exists")
     report.add_argument("-c", "--compare_only", action="store_true", default=None,
@@ -69,9 +75,11 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     report.add_argument("--metric-mode", dest="metric_mode", metavar="NAME",
                         help="force a metric mode (statistics, tensor, md5, or a plugin's)")
     report.add_argument("--fail-on", dest="fail_on", choices=("never", "warning", "error"), default="never",
-                        help="exit 1 when a row's Result is at least this bad (for CI gating)")
+                        help="exit 1 when a row's Result is at least this bad, or a row was not compared "
+                             "(for CI gating; prints why)")
     report.add_argument("-m", "--mode", dest="compare_mode", default=None, metavar="MODE",
-                        help="msProbe's compare mode: auto (default) or a plugin's (e.g. torchair)")
+                        help="msProbe's compare mode: auto (default) or a plugin's (torchair, mindspore); "
+                             "offline_data, offline_model and atb are refused (not implemented)")
     report.add_argument("--html", dest="diagnosis_html", action="store_true", default=None,
                         help="also write diagnosis_<timestamp>.html: the error along the network and the suspects, "
                              "one self-contained page")
@@ -79,6 +87,43 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
 
 _CORE_KEYS = {"target_path", "golden_path", "input_path", "output_path", "xlsx", "format", "jobs", "fail_on",
               "command", "framework", "verbose", "quiet", "handler"}
+
+
+# msProbe's compare modes that probe does not implement, and what they are
+UNSUPPORTED_MODES = {
+    "offline_data": "offline data (Ascend model-dump) compare",
+    "offline_model": "offline model (om/onnx/pb) compare",
+    "atb": "ATB operator-library dump compare",
+}
+
+
+def compare_modes(host: Any) -> list[str]:
+    """``-m`` values probe accepts: ``auto`` and every plugin that plans its own compares."""
+    planners = {info.name for info in host.plugin_infos
+                if not info.error and "probe_plan_compare" in info.hooks and not info.name.startswith("probe.")}
+    return ["auto", *sorted(planners)]
+
+
+def check_compare_mode(mode: str | None, host: Any) -> None:
+    """Refuse a ``-m`` value probe does not implement, naming msProbe's modes it does not support."""
+    if mode is None:
+        return
+    supported = compare_modes(host)
+    if mode in supported:
+        return
+    if mode in UNSUPPORTED_MODES:
+        raise InputError(f"-m {mode} ({UNSUPPORTED_MODES[mode]}) is not supported by probe; "
+                         f"supported modes: {', '.join(supported)}")
+    raise InputError(f"unknown compare mode -m {mode!r}; supported modes: {', '.join(supported)}")
+
+
+DEFAULT_OUTPUT_DIRS = {"torchair": "."}
+"""Where reports go without ``-o``, when a framework's documentation says other than ./output."""
+
+
+def default_output_dir(framework: str) -> str:
+    """The output directory used when ``-o`` is not given."""
+    return DEFAULT_OUTPUT_DIRS.get(framework, "./output")
 
 
 def request_from_args(args: argparse.Namespace, host: Any) -> Any:
@@ -103,14 +148,16 @@ def request_from_args(args: argparse.Namespace, host: Any) -> Any:
     formats = ["xlsx"] if args.xlsx else ["csv"]
     if args.format:
         formats = [f.strip().lower() for f in args.format.split(",") if f.strip()]
+    check_compare_mode(options.get("compare_mode"), host)
     framework = args.framework
     if not framework and options.get("compare_mode") not in (None, "auto"):
         framework = options["compare_mode"]
     if not framework:
         framework = host.detect_framework(path=str(target)) or "pytorch"
     jobs = args.jobs if args.jobs else (os.cpu_count() or 1)
+    output = args.output_path or default_output_dir(framework)
     return CompareRequest(
-        target=Path(target), golden=Path(golden), output_dir=Path(args.output_path),
+        target=Path(target), golden=Path(golden), output_dir=Path(output),
         framework=framework, formats=tuple(formats), jobs=max(1, jobs), options=options,
     )
 

@@ -16,6 +16,7 @@ GRAPH_EPILOG = """examples:
   probe graph -tp target -gp golden -o out --html                   # compare every step/rank, plus HTML
   probe graph -tp t -gp g -o out -oc -fm                            # overflow levels, fuzzy matching
   probe graph -tp ms -gp pt -o out -lm layer_mapping.yaml           # cross-framework
+  probe graph -tp t -gp g -o out -lm                                # same module paths, other classes
   probe graph -tp t/step0 -gp g/step0 -o out --rank_size 2 1 --tp 2 1 --pp 1 1
   probe graph -tp t/step0 -o out --rank_size 4 --tp 2 --pp 2 --file_type json   # merged dump files
   probe view out/compare_20260101120000.vis.db                     # self-contained HTML viewer
@@ -38,7 +39,7 @@ def add_graph_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output_path", required=True, metavar="DIR", help="output directory")
     parser.add_argument("-lm", "--layer_mapping", nargs="?", const=True, metavar="FILE",
                         help="layer mapping YAML ({Class: {target attr: golden attr}}) or node/row pairs "
-                             "exported by the viewer")
+                             "exported by the viewer; without FILE, modules pair by path whatever their class")
     parser.add_argument("-oc", "--overflow_check", action="store_true", help="fill NaN/Inf anomaly levels")
     parser.add_argument("--overflow_rules", metavar="YAML",
                         help="extra overflow false-positive rules ({API: all | [input.0, output, ...]}), "
@@ -100,9 +101,7 @@ def run_graph_command(args: argparse.Namespace, host) -> int:
     from probe.graph.service import GraphOptions, run_graph
 
     mapping = args.layer_mapping
-    if mapping is True:
-        raise InputError("-lm needs a mapping file (layer mapping YAML or exported node pairs)")
-    if mapping is not None and not Path(mapping).is_file():
+    if mapping not in (None, True) and not Path(mapping).is_file():
         raise InputError("mapping file does not exist", mapping)
     if args.jobs is not None and args.jobs < 1:
         raise InputError("--jobs must be at least 1")
@@ -112,7 +111,7 @@ def run_graph_command(args: argparse.Namespace, host) -> int:
         target=Path(args.target_path),
         golden=Path(args.golden_path) if args.golden_path else None,
         output=prepare_output_dir(Path(args.output_path)),
-        layer_mapping=Path(mapping) if mapping else None,
+        layer_mapping=True if mapping is True else Path(mapping) if mapping else None,
         overflow_check=args.overflow_check,
         overflow_rules=Path(args.overflow_rules) if args.overflow_rules else None,
         fuzzy_match=args.fuzzy_match,

@@ -131,8 +131,21 @@ def select_jobs(jobs: list[PairPlan], request: CompareRequest) -> list[PairPlan]
             continue
         kept.append(job)
     if not kept:
-        raise InputError("no rank/step of this dump matches --rank/--step", request.target)
+        raise InputError(_nothing_selected(jobs, ranks, steps), request.target)
     return kept
+
+
+def _nothing_selected(jobs: list[PairPlan], ranks: set[int] | None, steps: set[int] | None) -> str:
+    """The one-line error for a --rank/--step filter that keeps nothing: what was asked, what was found."""
+    asked = " ".join(f"--{name} {','.join(map(str, sorted(values)))}"
+                     for name, values in (("rank", ranks), ("step", steps)) if values is not None)
+    found = sorted({(job.output_subdir.rsplit("/", 1)[-1] or "-") + "/" + job.label.rsplit("/", 1)[-1]
+                    for job in jobs})
+    shown = ", ".join(found[:8]) + (f" and {len(found) - 8} more" if len(found) > 8 else "")
+    hint = ""
+    if ranks is not None and jobs and all(job.rank is None for job in jobs):
+        hint = "; proc*/rank folders carry no rank id, leave out --rank"
+    return f"no rank/step of this dump matches {asked}: found {shown}{hint}"
 
 
 def plan_default(request: CompareRequest) -> list[PairPlan]:

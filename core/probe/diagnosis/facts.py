@@ -200,6 +200,8 @@ def load_parents(dump_file: Path | None) -> dict[str, str]:
 def _row_dev(record: RowResult, tensor_mode: bool) -> tuple[float, bool, bool]:
     t, g = record.pair.target, record.pair.golden
     dev, t_bad, g_bad = stats_deviation(t.stats, g.stats)
+    if t.shape != g.shape:  # a structure difference: no precision deviation between different shapes
+        return 0.0, t_bad, g_bad
     if tensor_mode and not t_bad and not g_bad:
         dist = _float(record.metrics[EUC_DIST]) if len(record.metrics) > EUC_DIST else None
         gnorm = _float(g.stats[3])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ from probe.jsonio import read_json
 from probe.model import DumpInfo, FlatDump, RowList
 
 from probe.graph.node import API, COLLECTION, COLLECTION_PREFIX, MODULE, NPU, Graph, GraphNode
+
+log = logging.getLogger(__name__)
 
 MICRO_STEP_KEY = "megatron_micro_step_number"
 _PARAM_GRAD_RE = re.compile(r"^(?P<prefix>.+)\.parameters_grad(?:\.\d+)?$")
@@ -55,13 +58,13 @@ def read_construct(path: Path) -> tuple[dict[str, str | None], dict[str, int] | 
         for name, value in doc.items():
             if not (isinstance(value, list) and len(value) == 2):
                 raise InputError(f"entry {name} is not a [parent, micro step] pair", path)
-            parents[name] = value[0]
+            parents[name] = value[0] or None  # msProbe writes "" for top-level APIs
             micro[name] = int(value[1])
         return parents, micro
     for name, value in doc.items():
         if value is not None and not isinstance(value, str):
             raise InputError(f"entry {name} has a parent that is not a string or null", path)
-    return doc, None
+    return {name: value or None for name, value in doc.items()}, None
 
 
 def resolve_parent(name: str, parent: str | None, construct: dict[str, str | None]) -> str | None:
@@ -267,13 +270,15 @@ def build_graph(directory: Path, side: str = NPU, step: int = 0, rank: int = 0) 
     dump_path = directory / "dump.json"
     construct_path = directory / "construct.json"
     doc = read_json(dump_path)
-    if not isinstance(doc, dict) or not isinstance(doc.get("data"), dict):
-        raise InputError("is not an msProbe dump (no 'data' object)", dump_path)
-    data: dict[str, Any] = doc["data"]
     construct: dict[str, str | None] = {}
     micro: dict[str, int] | None = None
     if construct_path.exists():
         construct, micro = read_construct(construct_path)
+    if doc == {} and construct:  # an empty dump.json: the structure alone, as msProbe draws it
+        doc = {"data": {}}
+    if not isinstance(doc, dict) or not isinstance(doc.get("data"), dict):
+        raise InputError("is not an msProbe dump (no 'data' object)", dump_path)
+    data: dict[str, Any] = doc["data"]
     stacks = load_stack(directory / "stack.json") or {}
 
     graph = Graph(side, step, rank)
@@ -288,8 +293,11 @@ def build_graph(directory: Path, side: str = NPU, step: int = 0, rank: int = 0) 
         if node.parent is not None or node is graph.root:
             continue
         _attach(graph, node, resolve_parent(name, parent, construct))
+    dropped = _drop_orphans(graph, construct_path)
     grads: list[tuple[str, str]] = []
     for name in data:
+        if name in dropped:
+            continue
         match = _PARAM_GRAD_RE.match(name)
         if match:
             if name not in graph.nodes:
@@ -297,9 +305,6 @@ def build_graph(directory: Path, side: str = NPU, step: int = 0, rank: int = 0) 
             continue
         if name not in graph.nodes and entry_kind(name) is not None:
             graph.root.add_child(graph.get_or_create(name))  # not in construct.json (e.g. L1 dumps)
-    for node in list(graph.nodes.values()):  # named only as a parent: hang it on the root
-        if node.parent is None and node is not graph.root:
-            graph.root.add_child(node)
 
     reparent_recomputed(graph, stacks)
     _wrap_collections(graph)
@@ -316,6 +321,25 @@ def build_graph(directory: Path, side: str = NPU, step: int = 0, rank: int = 0) 
         assign_micro_steps(graph)
     graph.number()
     return graph
+
+
+def _drop_orphans(graph: Graph, construct_path: Path) -> set[str]:
+    """Remove the nodes whose ancestors are missing from construct.json (a parent named but never
+    listed itself), with their descendants, as msProbe does; returns the names removed."""
+    dropped: set[str] = set()
+    for node in list(graph.nodes.values()):
+        if node.parent is None and node is not graph.root:
+            stack = [node]
+            while stack:
+                current = stack.pop()
+                dropped.add(current.name)
+                stack.extend(current.children)
+    for name in dropped:
+        del graph.nodes[name]
+    if dropped:
+        log.warning("%s: %d node(s) left out: their ancestors are missing from the file",
+                    construct_path, len(dropped))
+    return dropped
 
 
 def _fill_data(graph: Graph, data: dict[str, Any], stacks: dict[str, list[str]], dump_path: Path) -> None:

@@ -207,17 +207,40 @@ def mapping_translator(path: Path, npu: Graph, bench: Graph | None = None) -> Ca
     return layer_translator(doc, npu, prefix)
 
 
+def _module_key(name: str) -> tuple[str, ...] | None:
+    """``Module.a.b.Class.forward.0`` -> ``("a", "b", "forward", "0")``: the path without prefix and class."""
+    parts = name.split(".")
+    if parts[0] not in ("Module", "Cell"):
+        return None
+    end = next((i for i, p in enumerate(parts) if p in ("forward", "backward", "parameters_grad")), None)
+    if end is None or end < 3:
+        return None
+    return (*parts[1 : end - 1], *parts[end:])
+
+
+def class_free_translator(bench: Graph) -> Callable[[GraphNode], str | None]:
+    """Translator for ``-lm`` without a file: modules pair by path, whatever their class
+    (``Module.mlp.MLP.forward.0`` with ``Module.mlp.ParallelMLP.forward.0``); a path that
+    several golden modules share pairs none of them."""
+    by_key: dict[tuple[str, ...], str | None] = {}
+    for name in bench.nodes:
+        key = _module_key(name)
+        if key is not None:
+            by_key[key] = None if key in by_key else name
+    return lambda node: by_key.get(_module_key(node.name) or ())
+
+
 def match_graphs(
     npu: Graph,
     bench: Graph,
     fuzzy: bool = False,
-    mapping: Path | None = None,
+    mapping: Path | bool | None = None,
     rename: Callable[[str], str] | None = None,
 ) -> int:
     """Run the matching passes: mapping first, then exact, then fuzzy when asked."""
     count = 0
     if mapping is not None:
-        translate = mapping_translator(mapping, npu, bench)
+        translate = class_free_translator(bench) if mapping is True else mapping_translator(mapping, npu, bench)
         if rename is not None:
             base = translate
             translate = lambda node: base(node) or rename(node.name)  # noqa: E731

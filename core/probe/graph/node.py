@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +15,7 @@ API_PREFIXES = (
     "Tensor.", "Torch.", "Functional.", "NPU.", "VF.", "Distributed.", "Aten.", "Mint.",
     "Primitive.", "Jit.", "MintFunctional.", "MindSpeed.",
 )
+_API_WORD = re.compile("^(?:" + "|".join(re.escape(p[:-1]) for p in API_PREFIXES) + ")(?!$)")
 ROOT_NAME = "DefaultModel"
 COLLECTION_PREFIX = "Apis_Between_Modules"
 
@@ -25,6 +27,8 @@ def node_kind(name: str) -> str:
     if name.startswith(COLLECTION_PREFIX):
         return COLLECTION
     if name.startswith(API_PREFIXES):
+        return API
+    if _API_WORD.match(name):  # msProbe's patterns take the dot for any character: ``Tensor1`` is an API
         return API
     return MODULE
 

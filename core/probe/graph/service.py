@@ -52,7 +52,8 @@ class GraphOptions:
     target: Path
     output: Path
     golden: Path | None = None
-    layer_mapping: Path | None = None
+    layer_mapping: Path | bool | None = None
+    """A mapping file, or ``True`` for ``-lm`` without one (modules pair by path, any class)."""
     overflow_check: bool = False
     overflow_rules: Path | None = None
     """Extra false-positive rules for ``-oc`` (added to ``probe/data/overflow_rules.yaml``)."""
@@ -138,10 +139,20 @@ def compare_pair(
     judge_graph(by_node, task, merged)
     judge_collections(list(npu.nodes.values()))
     if options.tensor_log:
-        for node, rows in by_node.items():
-            log.info("compared %s with %s: %d rows", node.name, node.match.name if node.match else "-", len(rows))
+        print_tensor_log(by_node)
     _share_micro_steps(npu, bench)
     return task, matched
+
+
+def print_tensor_log(by_node: dict[GraphNode, list]) -> None:
+    """``-tensor_log``: one line per compared row with its metrics, as ``probe compare`` prints them."""
+    for node, pairs in by_node.items():
+        for pair in pairs:
+            values = node.metrics.get(pair.target.name)
+            if values is None:
+                continue
+            metrics = ", ".join(f"{name} {value}" for name, value in values.items()) or "md5 only"
+            print(f"[{pair.target.name}] Compare result: {metrics}, bench {pair.golden.name}", flush=True)
 
 
 def _share_micro_steps(npu: Graph, bench: Graph) -> None:

@@ -132,6 +132,59 @@ def is_nan_or_inf(value: Any) -> bool:
     return False
 
 
+_NON_TENSOR_DTYPES = frozenset({"torch.Size", "slice", "ellipsis", "torch.ProcessGroup"})
+_STAT_NAMES = ("max", "min", "mean", "norm")
+_SPECIAL_TEXTS = frozenset({"nan", "inf", "+inf", "-inf"})
+
+
+def stat_problem(row: Row) -> str | None:
+    """Why a tensor row's recorded Max/Min/Mean/Norm cannot be compared (text, a list, a boolean
+    outside a bool tensor), or ``None`` when every value is a number, nan/inf or absent."""
+    dtype = row.dtype
+    if dtype.startswith("<class") or dtype in _NON_TENSOR_DTYPES or row.shape == NA:
+        return None
+    for label, value in zip(_STAT_NAMES, row.stats):
+        kind = value.__class__
+        if value is None or kind is float or kind is int:
+            continue
+        if kind is bool and "bool" in dtype.lower():
+            continue
+        if kind is str and value.strip().lower() in _SPECIAL_TEXTS:
+            continue
+        return f"{label} {value!r} is not a number"
+    return None
+
+
+_PLAIN = frozenset({float, int, type(None)})
+"""Statistic types that are always comparable (the common case, checked without a call)."""
+
+
+NOT_COMPARED = "not compared: "
+"""Prefix of the Err_message note of a row whose data could not be compared."""
+
+
+def not_compared_reason(row: RowResult) -> str | None:
+    """Why a matched row's recorded statistics cannot be compared (a value that is not a
+    number), or ``None``. Such rows read ``N/A`` unless a rule failed them; tensor mode marks
+    the rows whose files it cannot compare itself."""
+    pair = row.pair
+    g = pair.golden
+    if g is None:
+        return None
+    t = pair.target
+    plain = _PLAIN
+    a, b, c, d = t.stats
+    e, f, h, i = g.stats
+    if (a.__class__ in plain and b.__class__ in plain and c.__class__ in plain and d.__class__ in plain
+            and e.__class__ in plain and f.__class__ in plain and h.__class__ in plain and i.__class__ in plain):
+        return None
+    for side, r in (("NPU", t), ("Bench", g)):
+        reason = stat_problem(r)
+        if reason:
+            return f"{NOT_COMPARED}{side} {reason}"
+    return None
+
+
 def is_output(row: Row) -> bool:
     """Output rows are those flattened from an entry's ``output`` section."""
     return row.state == "output"

@@ -276,6 +276,10 @@ def judge_group(group: list[RowResult], cross_rules) -> None:
     """
     if not group:
         return
+    for r in group:
+        reason = common.not_compared_reason(r)
+        if reason:
+            r.mark_not_compared(reason)
     api = common.api_name(group[0].pair.target.entry)
     if api in common.SKIP_ALL_APIS:
         return

@@ -17,7 +17,7 @@ from probe.errors import InputError
 from probe.model import ERROR, NA, WARNING, FlatDump, ModeContext, Pair
 from probe.modes import common
 from probe.modes.statistics import judge_group
-from probe.modes.tensor_metrics import METRIC_NAMES, UNSUPPORTED, compare_arrays
+from probe.modes.tensor_metrics import METRIC_NAMES, SHAPE_UNMATCHED, UNSUPPORTED, compare_arrays
 from probe.result import RowResult
 
 MSG_NO_NPU_FILE = "NPU does not have data file."
@@ -156,6 +156,7 @@ class TensorMode:
                     record.notes.append(task)
                     if "points outside" in task:
                         record.extra["problem"] = task
+                        record.mark_not_compared(common.NOT_COMPARED + task)
                 results.append(record)
             else:
                 results.append(RowResult(pair, ()))
@@ -171,6 +172,10 @@ class TensorMode:
                 record.notes.append("Fuzzy matching data, the comparison accuracy may be affected.")
             if problem:
                 record.extra["problem"] = problem
+                record.mark_not_compared(common.NOT_COMPARED + problem)
+            elif metrics and metrics[0] == SHAPE_UNMATCHED and record.pair.target.shape == record.pair.golden.shape:
+                record.mark_not_compared(f"{common.NOT_COMPARED}the tensor files' shapes differ although "
+                                         f"dump.json gives both {record.pair.target.shape}")
         return results
 
     def _run_tasks(self, tasks: list[tuple[str, str]], ctx: ModeContext) -> list:

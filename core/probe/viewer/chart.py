@@ -232,9 +232,10 @@ def render_diagnosis_html(diagnosis: Any, title: str = "probe diagnosis", data: 
 def write_diagnosis_html(diagnosis: Any, output: Path, title: str = "probe diagnosis", data: dict | None = None) -> Path:
     """Write the diagnosis page atomically to ``output``."""
     html = render_diagnosis_html(diagnosis, title, data)
-    with atomic_write(Path(output), "w", encoding="utf-8") as handle:
+    out = atomic_write(Path(output), "w", encoding="utf-8")
+    with out as handle:
         handle.write(html)
-    return Path(output)
+    return out.path
 
 
 # ------------------------------------------------------------------ PNG
@@ -301,10 +302,10 @@ def write_png(diagnosis: Any, output: Path, width: float = 12.0, height: float =
         ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=min(len(data["series"]) + 1, 6), fontsize=8,
                   frameon=False)
     fig.tight_layout()
-    output = Path(output)
-    with atomic_path(output) as tmp:
+    out = atomic_path(Path(output))
+    with out as tmp:
         fig.savefig(tmp, format="png")
-    return output
+    return out.path
 
 
 def write_diagnosis_files(diagnosis: Any, json_path: Path, html: bool = False, png: bool = False,

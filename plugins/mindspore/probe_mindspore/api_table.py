@@ -28,6 +28,8 @@ class ApiTable:
     prefixes: dict[str, str] = field(default_factory=dict)
     apis: dict[str, str] = field(default_factory=dict)
     option: str = "api_mapping"
+    also_with: tuple[str, ...] = ("layer_mapping",)
+    """msProbe applies the built-in table together with a layer mapping (``-lm``) too."""
 
     def applies(self, target_framework: str, golden_framework: str) -> bool:
         return target_framework == self.target_framework and golden_framework == self.golden_framework

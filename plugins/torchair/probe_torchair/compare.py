@@ -15,7 +15,7 @@ from probe_torchair.gedump import GeFormatError, GeOpFile, GeTensorRef
 from probe_torchair.graph import Graph
 from probe_torchair.match import BadFile, PairSpec, bad_file_spec, pair_with_fx, pair_with_ge, split_fused
 from probe_torchair.metrics import COMPARERS, MODE_COLUMNS, NA, Outcome
-from probe_torchair.report import columns
+from probe_torchair.report import DOCUMENTED_EXTRAS, columns
 from probe_torchair.tensors import Loaded
 
 log = logging.getLogger("probe.torchair")
@@ -189,6 +189,7 @@ def compute_row(spec: PairSpec, mode: str, token: int, data_id: int,
         token, data_id, spec.golden_label, spec.golden_op_type or NA, *_stat_cells(golden),
         spec.target_label, spec.my_op_type or NA, *_stat_cells(target), *outcome.values,
         " ".join(reasons) if reasons else NA, outcome.result, accuracy,
+        *(outcome.documented or (NA,) * len(DOCUMENTED_EXTRAS)),
     ]
 
 

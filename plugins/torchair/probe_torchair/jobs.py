@@ -14,7 +14,7 @@ from probe.api import CompareResult
 
 from probe_torchair import layout
 from probe_torchair.compare import RankReport, compare_rank, normalize_mode
-from probe_torchair.report import cell, report_stem
+from probe_torchair.report import DOCUMENTED, LAYOUTS, layout_cells, layout_columns, report_stem, verdict_of
 
 log = logging.getLogger("probe.torchair")
 
@@ -26,9 +26,9 @@ class TorchairRecord:
 
     __slots__ = ("cells", "verdict", "name")
 
-    def __init__(self, cells: list[object]) -> None:
+    def __init__(self, cells: list[object], mode: str) -> None:
         self.cells = cells
-        self.verdict = _VERDICTS.get(str(cells[-2]), NA)
+        self.verdict = _VERDICTS.get(str(verdict_of(cells, mode)), NA)
         self.name = str(cells[9])  # my_data_path
 
     @property
@@ -38,24 +38,27 @@ class TorchairRecord:
 
 @dataclass
 class TorchairReportMode:
-    """Column set and row rendering of a TorchAir report (tensor, statistics or md5)."""
+    """Column set and row rendering of a TorchAir report (tensor, statistics or md5) in a layout."""
 
     name: str
-    report_columns: list[str]
+    layout: str = DOCUMENTED
+    highlight: bool = False
 
     def columns(self, with_stack: bool = False, extra_metrics: Sequence[str] = ()) -> list[str]:
-        return list(self.report_columns)
+        return layout_columns(self.name, self.layout, self.highlight)
 
     def render(self, row: TorchairRecord, with_stack: bool = False) -> list[Any]:
-        return [cell(v) for v in row.cells]
+        return layout_cells(row.cells, self.name, self.layout, self.highlight)
 
 
-def to_result(report: RankReport, label: str) -> CompareResult:
+def to_result(report: RankReport, label: str, layout: str = DOCUMENTED, highlight: bool = False) -> CompareResult:
     """Wrap a rank's rows in the core result type that the exporters write."""
+    if layout not in LAYOUTS:
+        raise InputError(f"--torchair-layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
     result = CompareResult(
         label=label,
-        mode=TorchairReportMode(report.mode, report.columns),
-        records=[TorchairRecord(row) for row in report.rows],
+        mode=TorchairReportMode(report.mode, layout, highlight),
+        records=[TorchairRecord(row, report.mode) for row in report.rows],
         output_stem=report_stem(report.rank),
         rank=report.rank,
     )
@@ -89,7 +92,10 @@ class TorchairJob:
     def run(self, host: Any = None, request: Any = None, progress: Any = None) -> CompareResult:
         """Job protocol: compare and hand the table to the core exporters."""
         report = self.compare(progress)
-        return to_result(report, self.label)  # problems are printed once, by the console summary
+        options = request.options if request is not None else {}
+        # problems are printed once, by the console summary
+        return to_result(report, self.label, options.get("torchair_layout") or DOCUMENTED,
+                         bool(options.get("highlight")))
 
 
 def plan(target: Path, golden: Path, ranks: list[int] | None = None, mode: str | None = None,

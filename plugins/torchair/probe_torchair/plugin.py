@@ -22,6 +22,11 @@ def probe_add_compare_options(parser: argparse.ArgumentParser) -> None:
     if "--rank" not in parser._option_string_actions:  # another plugin may own --rank
         group.add_argument("--rank", dest="rank", default=None, metavar="R[,R]",
                            help="ranks to compare (default: every rank found on both sides)")
+    group.add_argument("--torchair-layout", dest="torchair_layout", choices=("documented", "26.2"),
+                       default=None,
+                       help="report columns: 'documented' (default; API Name, Data Name, Cosine, EucDist, "
+                            "MaxAbsErr, MaxRelativeErr, 1/1000 and 5/1000 ratios, Result, Err_message; -hl "
+                            "colours red/yellow/green) or '26.2' (msProbe 26.2's token_id ... cmp_fail_reason)")
     group.add_argument("--fx-token-offset", dest="fx_token_offset", type=int, choices=(0, 1),
                        default=None,
                        help="FX token directory number minus token id (default: 1 for the "

@@ -24,6 +24,10 @@ ENTRY_SECTIONS: tuple[tuple[str, str, str], ...] = (
 
 COMM_SCALAR_NAMES = frozenset({"src", "dst", "group_src", "group_dst"})
 NO_STATS = (None, None, None, None)
+EMPTY_MD5 = "00000000"
+"""What msProbe shows for a tensor whose ``md5`` is ``null`` or ``""``."""
+_REQUIRES_GRAD = {True: "True", False: "False", "True": "True", "False": "False", "true": "True", "false": "False"}
+"""requires_grad as written by dumpers: JSON booleans, or the strings some dumpers write instead."""
 
 
 def crc32_hex(text: str) -> str:
@@ -70,9 +74,14 @@ def leaf_row(name: str, entry: str, state: str, leaf: dict[str, Any] | None) -> 
         dot = data_name.rfind(".")
         name = data_name[:dot] if dot > 0 else data_name
     rg = leaf.get("requires_grad")
-    requires_grad = NA if rg is None else str(rg)
+    requires_grad = NA if rg is None else _REQUIRES_GRAD.get(rg) if rg.__class__ in (bool, str) else None
+    if requires_grad is None:
+        raise InputError(f"requires_grad of {entry} is {rg!r}; expected true/false (or the strings \"True\"/\"False\")")
     if "dtype" in leaf:
         shape = leaf.get("shape")
+        md5 = leaf.get("md5")
+        if not md5 and "md5" in leaf:
+            md5 = EMPTY_MD5
         return Row(
             name,
             entry,
@@ -81,7 +90,7 @@ def leaf_row(name: str, entry: str, state: str, leaf: dict[str, Any] | None) -> 
             _shape_text(shape),
             (leaf.get("Max"), leaf.get("Min"), leaf.get("Mean"), leaf.get("Norm")),
             requires_grad,
-            leaf.get("md5"),
+            md5,
             data_name,
         )
     leaf_type = leaf.get("type")

@@ -18,3 +18,6 @@ IGNORED_OUTPUTS = {"npu_fusion_attention": frozenset({4, 5})}
 
 NON_TENSOR_DTYPES = frozenset({"N/A", "torch.Size", "slice", "ellipsis", "torch.ProcessGroup"})
 """dtype cells of rows that hold no tensor (besides ``<class ...>`` scalars)."""
+
+MINDSPORE_PREFIXES = ("Mint.", "MintFunctional.", "Cell.", "Primitive.", "Jit.")
+"""Entry names only MindSpore dumps have."""

@@ -5,16 +5,21 @@ Registered by :mod:`probe.builtin.reader`.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from probe.errors import InputError
 from probe.formats.msprobe.flatten import flatten_entries
+from probe.formats.msprobe.names import MINDSPORE_PREFIXES
 from probe.formats.msprobe.stack import load_stack
 from probe.jsonio import open_regular, read_json_member
-from probe.model import DumpInfo, FlatDump
+from probe.model import DumpInfo, FlatDump, Row
+
+log = logging.getLogger("probe")
 
 KNOWN_TASKS = ("statistics", "tensor", "structure")
 _FRAMEWORK_RE = re.compile(rb'"framework"\s*:\s*"([A-Za-z_]+)"')
@@ -62,12 +67,25 @@ class MsprobeJsonReader:
             rows, skipped, count = flatten_entries(entries, debug=info.kind == "debug")
         except InputError as exc:
             raise InputError(exc.problem, path) from None
+        if not info.framework_declared:
+            info = _infer_framework(info, rows)
         dump = FlatDump(info=info, rows=rows, entry_count=count)
         dump.has_md5 = rows.has_md5
         dump.skipped_entries = skipped
         if with_stack:
             dump.stack = load_stack(path.parent / "stack.json")
         return dump
+
+
+def _infer_framework(info: DumpInfo, rows: list[Row]) -> DumpInfo:
+    """The framework of a dump.json without a ``framework`` key: MindSpore when its entries carry
+    MindSpore-only API names, else PyTorch (msProbe's default); says what was assumed."""
+    found = next((row.entry for row in rows if row.entry.startswith(MINDSPORE_PREFIXES)), None)
+    if found is None:
+        log.info("%s: no 'framework' key, assumed pytorch", info.path)
+        return info
+    log.warning("%s: no 'framework' key; MindSpore API names found (%s), assumed mindspore", info.path, found)
+    return replace(info, framework="mindspore")
 
 
 def _consume(data: dict[str, Any]) -> Iterator[tuple[str, Any]]:
