@@ -69,9 +69,9 @@ def main() -> int:
         bench = phase("build golden graph", lambda: build_graph(golden, BENCH))
     matched = phase("match", lambda: match_graphs(npu, bench))
     task = compare_task(npu, bench)
-    by_node = phase("metrics (statistics mode)", lambda: compute_metrics(
+    mode, by_node = phase("metrics (statistics mode)", lambda: compute_metrics(
         [(n, n.match) for n in npu.nodes.values() if n.match is not None], npu, bench, task, host))
-    phase("verdicts", lambda: (judge_graph(by_node, task), judge_collections(list(npu.nodes.values()))))
+    phase("verdicts", lambda: (judge_graph(by_node, mode), judge_collections(list(npu.nodes.values()))))
     out = args.work / "out"
     out.mkdir(parents=True, exist_ok=True)
 

@@ -8,10 +8,11 @@ DATA = Path(__file__).parent / "data" / "graph"
 
 
 def host():
-    """A host with the built-in plugins only (metric modes, commands)."""
+    """A host with the built-in plugins (metric modes, commands) and probe-pytorch's graph rules."""
     from probe.plugins import Host
+    from probe_pytorch import plugin as pytorch_plugin
 
-    return Host(entrypoints=False)
+    return Host(entrypoints=False, extra=(pytorch_plugin,))
 
 
 def run(tmp_path: Path, target: str, golden: str | None = None, **kwargs):

@@ -21,6 +21,7 @@ from pathlib import Path
 
 DATA = Path(__file__).parent / "data"
 DIGESTS = DATA / "report_digests.json"
+ROOT = Path(__file__).resolve().parent.parent
 _STAMP = re.compile(r"_\d{14}(?:_\d+)?(?=[._])")
 
 
@@ -66,15 +67,21 @@ def collect(out: Path) -> dict[str, str]:
     return files
 
 
+def portable(data: bytes) -> bytes:
+    """``data`` with this checkout's absolute path replaced by ``<repo>`` (kernel reports name
+    their files by absolute path, which differs between checkouts)."""
+    return data.replace(str(ROOT).encode(), b"<repo>")
+
+
 def digest(path: Path) -> str:
     """SHA-256 of a file; of an xlsx, of its member names and contents (not the zip dates)."""
     sha = hashlib.sha256()
     if path.suffix == ".xlsx":
         with zipfile.ZipFile(path) as archive:
             for info in archive.infolist():
-                sha.update(info.filename.encode() + b"\0" + archive.read(info) + b"\0")
+                sha.update(info.filename.encode() + b"\0" + portable(archive.read(info)) + b"\0")
     else:
-        sha.update(path.read_bytes())
+        sha.update(portable(path.read_bytes()))
     return sha.hexdigest()
 
 

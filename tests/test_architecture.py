@@ -31,12 +31,17 @@ LAZY_CORE_MODULES = {
     ("probe/builtin/analysis.py", "probe.analysis.analyzers"),
     ("probe/builtin/analysis.py", "probe.analysis.merge"),
     ("probe/builtin/commands.py", "probe.console"),
+    ("probe/automatch/plugin.py", "probe.automatch.mapper"),
+    ("probe/automatch/plugin.py", "probe.automatch.report"),
+    ("probe/automatch/plugin.py", "probe.io"),
     ("probe/builtin/graph_commands.py", "probe.graph.service"),
     ("probe/builtin/graph_commands.py", "probe.viewer.writer"),
     ("probe/builtin/graph_commands.py", "probe.graph.merge"),
     ("probe/builtin/analysis.py", "probe.diagnosis.analyzer"),
-    ("probe/builtin/analysis.py", "probe.diagnosis.command"),
-    ("probe/diagnosis/command.py", "probe.console"),
+    ("probe/builtin/analysis.py", "probe.builtin.diagnose_command"),
+    ("probe/builtin/diagnose_command.py", "probe.console"),
+    ("probe/builtin/commands.py", "probe.regression.console"),
+    ("probe/builtin/graph_commands.py", "probe.regression.console"),
 }
 """(file, probe module) pairs kept lazy because the module imports numpy, yaml or rich."""
 

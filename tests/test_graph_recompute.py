@@ -5,7 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from probe.graph.build import build_graph, is_recompute_stack
+from probe.graph.build import build_graph
+from probe.graph.rules import GraphRuleSet
+from probe.graph.service import graph_rules
+from probe.plugins import Host
+from probe_pytorch.graph_rules import is_recompute_stack
+
+RULES = graph_rules(Host())
 
 G, D = "Module.model.GPTModel.forward.0", "Module.model.decoder.Decoder.forward.0"
 M0, M1 = "Module.model.decoder.mlp.MLP.forward.0", "Module.model.decoder.mlp.MLP.forward.1"
@@ -39,7 +45,7 @@ def write_recompute_dump(directory: Path, recompute_stack: list[str] = RECOMPUTE
 
 
 def test_recomputed_forward_and_twin_move_under_the_parents_backward(tmp_path):
-    graph = build_graph(write_recompute_dump(tmp_path / "dump"))
+    graph = build_graph(write_recompute_dump(tmp_path / "dump"), rules=RULES)
     # msProbe 26.2 on the same dump: root keeps G, the unpaired A1 and GB; the recomputed call and its
     # backward twin are appended under the backward node of the original call's parent
     assert [c.name for c in graph.root.children] == [G, A1, GB]
@@ -51,7 +57,13 @@ def test_recomputed_forward_and_twin_move_under_the_parents_backward(tmp_path):
 
 
 def test_plain_stack_is_not_recompute(tmp_path):
-    graph = build_graph(write_recompute_dump(tmp_path / "dump", recompute_stack=NORMAL))
+    graph = build_graph(write_recompute_dump(tmp_path / "dump", recompute_stack=NORMAL), rules=RULES)
+    assert [c.name for c in graph.root.children] == [G, M1, A1, GB, MB1]
+
+
+def test_without_framework_rules_nothing_is_recompute(tmp_path):
+    """The core knows no recompute stack: only a registered rule (probe-pytorch) moves calls."""
+    graph = build_graph(write_recompute_dump(tmp_path / "dump"), rules=GraphRuleSet())
     assert [c.name for c in graph.root.children] == [G, M1, A1, GB, MB1]
 
 

@@ -245,6 +245,35 @@ def test_hook_probe_register_exporters(tmp_path: Path) -> None:
     assert path.suffix == ".txt" and len(path.read_text().splitlines()) == len(result[0])
 
 
+def test_hook_probe_register_graph_rules(tmp_path: Path) -> None:
+    """A registered rule decides what the graph treats as a recompute stack (the core has none)."""
+    from test_graph_recompute import A1, G, GB, M1, NORMAL, write_recompute_dump
+
+    from probe.graph.service import GraphOptions, run_graph
+
+    class AnyStackRecomputes:
+        name = "any-stack"
+
+        def is_recompute_stack(self, frames):
+            return frames == NORMAL
+
+    class Plugin:
+        @hookimpl
+        def probe_register_graph_rules(self, register):
+            register.add("any-stack", AnyStackRecomputes())
+
+    dump = write_recompute_dump(tmp_path / "dump", recompute_stack=NORMAL)
+
+    def roots(host: Host) -> list[str]:
+        run = run_graph(GraphOptions(target=dump, output=tmp_path / f"out{len(list(tmp_path.iterdir()))}", jobs=1),
+                        host)
+        return [c.name for c in run.graphs[0].root.children]
+
+    assert "any-stack" in Host(entrypoints=False, extra=(Plugin(),)).graph_rules
+    assert roots(Host(entrypoints=False)) == [G, M1, A1, GB, "Module.model.decoder.mlp.MLP.backward.1"]
+    assert roots(Host(entrypoints=False, extra=(Plugin(),))) == [G, A1, GB]
+
+
 def test_hook_probe_register_commands(capsys) -> None:
     class Plugin:
         @hookimpl
@@ -309,6 +338,22 @@ def test_hook_probe_plan_compare(tmp_path: Path) -> None:
     result, _ = run(Plugin(), TARGET, GOLDEN, tmp_path)
     assert result[0].label == "mine"
     assert [p.relative_to(tmp_path).as_posix().rsplit("_", 1)[0] for p in result.files] == ["sub/mine"]
+
+
+def test_plan_compare_rejects_objects_that_are_not_plans(tmp_path: Path) -> None:
+    class Legacy:  # the old job objects with a run() method are no longer accepted
+        label = "legacy"
+
+        def run(self, host, request, progress):  # pragma: no cover - must never be called
+            raise AssertionError("legacy job ran")
+
+    class Plugin:
+        @hookimpl
+        def probe_plan_compare(self, request):
+            return [Legacy()]
+
+    with pytest.raises(PluginError, match="returned Legacy, not a PairPlan"):
+        run(Plugin(), TARGET, GOLDEN, tmp_path)
 
 
 def test_hook_probe_detect_framework() -> None:

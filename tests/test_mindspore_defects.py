@@ -88,3 +88,24 @@ def test_advisor_never_quotes_precision_errors_across_shapes(tmp_path, run_probe
     assert run.code == 0, run.err
     advisor = next(tmp_path.glob("advisor_*.txt")).read_text()
     assert "366%" not in advisor
+
+
+def test_framework_option_names_an_undeclared_target(tmp_path, run_probe):
+    """-f mindspore decides for a dump.json without 'framework' whose names fit either framework."""
+    import json
+    import shutil
+
+    case = DATA / "mindspore/cross_api_L1_statistics"
+    target = tmp_path / "target"
+    shutil.copytree(next((case / "target/step0").iterdir()), target)
+    doc = json.loads((target / "dump.json").read_text())
+    del doc["framework"]
+    doc["data"] = {k: v for k, v in doc["data"].items() if k.startswith(("Functional.", "Tensor."))}
+    (target / "dump.json").write_text(json.dumps(doc))
+    golden = next((case / "golden/step0").iterdir()) / "dump.json"
+    argv = ["compare", "-tp", target / "dump.json", "-gp", golden, "-am", "-c"]
+    assumed = run_probe(*argv, "-o", tmp_path / "a")
+    assert assumed.code == 2 and "pytorch" in assumed.err
+    forced = run_probe("-f", "mindspore", *argv, "-o", tmp_path / "b")
+    assert forced.code == 0, forced.err
+    assert list((tmp_path / "b").glob("compare_result_*.csv"))

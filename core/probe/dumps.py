@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -10,8 +11,15 @@ from probe import runtime
 from probe.errors import InputError
 from probe.model import FlatDump, Row, RowList
 
-def load_dump(path: Path, reader: Any, with_stack: bool = True) -> FlatDump:
-    """Read the dump at ``path`` with ``reader`` (a :class:`probe.interfaces.DumpReader`)."""
+
+def load_dump(path: Path, reader: Any, with_stack: bool = True, reader_args: Mapping[str, Any] | None = None) -> FlatDump:
+    """Read the dump at ``path`` with ``reader`` (a :class:`probe.interfaces.DumpReader`).
+
+    ``reader_args`` (a plan's ``options["reader_args"]``) are passed to ``reader.load`` as
+    keyword arguments, e.g. the rank and step a kernel-dump reader selects.
+    """
+    if reader_args:
+        return reader.load(path, with_stack=with_stack, **reader_args)
     return reader.load(path, with_stack=with_stack)
 
 
@@ -22,7 +30,8 @@ _ROW_FIELDS = ("name", "entry", "state", "dtype", "shape", "stats", "requires_gr
 """The :class:`Row` attributes a packed dump carries, in ``Row.__init__`` order."""
 
 
-def load_pair(target_path: Path, golden_path: Path, target_reader: Any, golden_reader: Any) -> tuple[FlatDump, FlatDump]:
+def load_pair(target_path: Path, golden_path: Path, target_reader: Any, golden_reader: Any,
+              reader_args: Mapping[str, Any] | None = None) -> tuple[FlatDump, FlatDump]:
     """Load the target (with its stack) and the golden dump (without).
 
     A large golden dump is read and flattened by a forked child on the second core while
@@ -33,8 +42,9 @@ def load_pair(target_path: Path, golden_path: Path, target_reader: Any, golden_r
         golden_size = golden_path.stat().st_size
     except OSError:
         golden_size = 0  # load_dump reports the problem
-    if golden_size < FORK_MIN_BYTES or not runtime.allowed():
-        return load_dump(target_path, target_reader), load_dump(golden_path, golden_reader, with_stack=False)
+    if reader_args or golden_size < FORK_MIN_BYTES or not runtime.allowed():
+        return (load_dump(target_path, target_reader, reader_args=reader_args),
+                load_dump(golden_path, golden_reader, with_stack=False, reader_args=reader_args))
     task = runtime.start(_load_packed, golden_path, golden_reader)
     try:
         target = load_dump(target_path, target_reader)

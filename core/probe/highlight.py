@@ -46,9 +46,15 @@ def _mark(row: RowResult, colour: str, reason: str) -> None:
 
 
 def apply_highlight(result: CompareResult) -> None:
-    """Colour rows red or yellow and add the ``Highlight`` column to the result."""
+    """Colour rows red or yellow and add the ``Highlight`` column to the result.
+
+    A mode with colour rules of its own (TorchAir: green / red / yellow by PASS / FAIL / N/A)
+    marks its rows while computing them; the column is then added as they are.
+    """
     tensor = result.mode.name == "tensor"
     if result.mode.name not in ("tensor", "statistics"):
+        if any(r.extra_value(HIGHLIGHT) for r in result.records):
+            result.extra_columns = tuple(result.extra_columns) + (HIGHLIGHT,)
         return
     for record in result.records:  # single-row rules, on every row (matched or not)
         t = record.pair.target

@@ -139,6 +139,20 @@ def probe_register_analyzers(register: Registry) -> None:
 
 
 @hookspec
+def probe_register_graph_rules(register: Registry) -> None:
+    """Register framework knowledge the graph builder and parallel merge apply
+    (:class:`probe.interfaces.GraphRules`; every member optional).
+
+    Called once at start-up. ``is_recompute_stack(frames)`` says whether a forward module
+    call's stack shows activation recomputation (the call then moves under the backward of the
+    original call's parent); ``partial_sum_outputs(name, kind, outputs)`` names the output rows
+    of a node that hold partial sums over the tensor-parallel ranks (PyTorch/Megatron: matmuls,
+    ``RowParallelLinear`` forward, ``ColumnParallelLinear`` backward). The core knows none of
+    these itself; probe-pytorch registers them.
+    """
+
+
+@hookspec
 def probe_add_compare_options(parser: argparse.ArgumentParser) -> None:
     """Add options to ``probe compare`` (e.g. ``-am``; ``--rank``/``--step`` are core options).
 

@@ -32,6 +32,7 @@ OPTIONAL_MEMBERS: dict[str, tuple[str, ...]] = {
     "NameNormalizer": ("option", "also_with"),
     "Pairer": ("option",),
     "Analyzer": ("digest",),
+    "GraphRules": ("is_recompute_stack", "partial_sum_outputs"),
 }
 """Members a plugin object may leave out, by protocol name."""
 
@@ -52,7 +53,9 @@ class DumpReader(Protocol):
     def load(self, path: Path, with_stack: bool = True) -> FlatDump:
         """Read the dump at ``path`` into rows in file order (and its stack info when asked).
 
-        Raise :class:`probe.errors.InputError` naming the file when it is not a usable dump.
+        A reader whose plans carry ``options["reader_args"]`` also takes those keywords (e.g.
+        ``rank=0, step=1`` to select part of a dump root). Raise
+        :class:`probe.errors.InputError` naming the file when it is not a usable dump.
         """
 
 
@@ -199,3 +202,28 @@ class Registries(Protocol):
     tensor_metrics: Any
     exporters: Any
     analyzers: Any
+
+
+@dataclass(frozen=True)
+class PartialSums:
+    """Output rows of a graph node that hold partial sums over the tensor-parallel ranks."""
+
+    rows: tuple[int, ...]
+    """Indexes into the node's outputs."""
+    unreduced: bool = False
+    """True when the rows are partial sums even if no reduction of them was dumped (they are
+    then merged as they are, with a note)."""
+
+
+@runtime_checkable
+class GraphRules(Protocol):
+    """Framework knowledge for ``graph_visualize`` (hook ``probe_register_graph_rules``).
+
+    Both members are optional; ``kind`` is ``"api"`` or ``"module"``.
+    """
+
+    name: str
+
+    def is_recompute_stack(self, frames: Sequence[str]) -> bool: ...
+
+    def partial_sum_outputs(self, name: str, kind: str, outputs: int) -> PartialSums | None: ...

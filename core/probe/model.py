@@ -108,6 +108,13 @@ class FlatDump:
     has_md5: bool = False
     entry_count: int = 0
     skipped_entries: list[str] = field(default_factory=list)
+    entries: list[str] = field(default_factory=list)
+    """Every entry name read, in file order, including entries that gave no rows (readers
+    that leave it empty: the entries are those of ``rows``)."""
+
+    def entry_names(self) -> list[str]:
+        """The entry names in file order (from ``entries``, else from the rows)."""
+        return self.entries or list(dict.fromkeys(row.entry for row in self.rows))
 
 
 @dataclass(slots=True)
@@ -233,7 +240,9 @@ class PairPlan:
     mode: str | None = None
     """Metric mode name (``None``: ``--metric-mode``, else the first mode that accepts the dumps)."""
     options: Mapping[str, Any] = field(default_factory=dict)
-    """Options that override the request's for this pair only."""
+    """Options that override the request's for this pair only. ``options["reader_args"]``, a
+    mapping, is passed to both readers' ``load`` as keyword arguments (e.g. the rank and step
+    a kernel-dump reader selects under the dump root)."""
 
     @property
     def golden_reader_name(self) -> str | None:

@@ -24,8 +24,6 @@ from probe.result import Analysis, CompareResult, CompareRun, JobOutcome
 log = logging.getLogger("probe")
 
 ProgressFactory = Callable[[str, int], Callable[[int], None]]
-Unit = Any
-"""A :class:`PairPlan` (or, from plugins not yet converted, an object with ``run``)."""
 
 
 def _no_progress(label: str, total: int) -> Callable[[int], None]:
@@ -37,7 +35,8 @@ def run_plan(plan: PairPlan, request: CompareRequest, registries: Registries,
     """read -> normalize -> pair -> measure -> judge one :class:`PairPlan` (nothing is written)."""
     progress = progress or _no_progress
     advance = progress(f"{plan.label} read dumps", 2)
-    target, golden = stages.read(plan, registries, request.option("stack_path"))
+    target, golden = stages.read(plan, registries, request.option("stack_path"),
+                                 request.option("framework_option"))
     advance(2)
     options = {**request.options, **plan.options} if plan.options else request.options
     result = stages.compare_dumps(target, golden, registries, options, plan.label, progress, request.jobs,
@@ -48,31 +47,24 @@ def run_plan(plan: PairPlan, request: CompareRequest, registries: Registries,
     return result
 
 
-def run_unit(unit: Unit, request: CompareRequest, keep: bool, host: Host | None = None,
-             progress: Any = None) -> JobOutcome:
-    """Run one plan through every stage up to export; errors become an outcome instead of an exception.
-
-    ``unit`` is a :class:`PairPlan`, or (until every plugin plans data) an object with a
-    ``run(host, request, progress)`` method returning a :class:`CompareResult`.
-    """
+def run_unit(plan: PairPlan, request: CompareRequest, keep: bool, host: Host | None = None,
+             progress: ProgressFactory | None = None) -> JobOutcome:
+    """Run one plan through every stage up to export; errors become an outcome instead of an exception."""
     host = host or default_host()
     try:
         with runtime.gc_paused():
-            if isinstance(unit, PairPlan):
-                result = run_plan(unit, request, host, progress)
-            else:
-                result = unit.run(host, request, progress)
+            result = run_plan(plan, request, host, progress)
             digests, needs_result = stages.diagnose(result, request, stages.enabled_analyzers(host, request))
             stages.export(result, host, request, timestamp())
     except ProbeError as exc:
-        return JobOutcome(unit.label, Summary(), error=str(exc), exit_code=exc.exit_code)
+        return JobOutcome(plan.label, Summary(), error=str(exc), exit_code=exc.exit_code)
     keep = keep or needs_result
-    return JobOutcome(unit.label, result.summary(), list(result.problems), result if keep else None, digests=digests)
+    return JobOutcome(plan.label, result.summary(), list(result.problems), result if keep else None, digests=digests)
 
 
-def run_unit_in_worker(unit: Unit, request: CompareRequest, keep: bool) -> JobOutcome:
+def run_unit_in_worker(plan: PairPlan, request: CompareRequest, keep: bool) -> JobOutcome:
     """:func:`run_unit` with the worker's own plugin host (for process pools and clusters)."""
-    return run_unit(unit, request, keep)
+    return run_unit(plan, request, keep)
 
 
 def run_compare(
@@ -94,7 +86,7 @@ def run_compare(
         prepare_output_dir(request.output_dir)
     for fmt in request.formats:
         host.exporters.get(fmt)  # fail early on an unknown format
-    units: Sequence[Unit] = host.plan_compare(request=request)
+    units: Sequence[PairPlan] = host.plan_compare(request=request)
     if on_plan:
         on_plan(len(units))
     # plans run in parallel workers; inside each worker tensor loading stays serial
@@ -107,7 +99,7 @@ def run_compare(
         run_unit_in_worker, units, inner, keep,
         workers=1 if request.options.get("in_process") or len(units) == 1 else request.jobs,
         executor=executor, address=request.options.get("scheduler"),
-        local=lambda unit: run_unit(unit, request, keep, host, progress),
+        local=lambda plan: run_unit(plan, request, keep, host, progress),
     ):
         outcomes.append(outcome)
         if on_outcome:
@@ -144,7 +136,7 @@ def compare(target: str | os.PathLike, golden: str | os.PathLike, output: str | 
     """
     request = CompareRequest(
         target=Path(target), golden=Path(golden), output_dir=Path(output) if output is not None else None,
-        framework=framework, formats=tuple(formats), jobs=jobs, options=dict(options),
+        framework=framework, formats=tuple(formats), jobs=jobs, options={"framework_option": framework, **options},
     )
     run = run_compare(request, host=host, keep=True)
     if run.errors and len(run.errors) == len(run.outcomes):

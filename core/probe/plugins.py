@@ -25,6 +25,7 @@ import pluggy
 
 from probe import hookspecs
 from probe.errors import PluginError
+from probe.model import PairPlan
 from probe.registry import Registry
 from probe.version import __version__
 
@@ -38,7 +39,9 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "probe.builtin.mappers",
     "probe.builtin.commands",
     "probe.builtin.graph_commands",
+    "probe.regression.commands",
     "probe.builtin.analysis",
+    "probe.automatch.plugin",
 )
 
 
@@ -197,13 +200,22 @@ class Host:
         """Post-compare analyzers."""
         return self._collect("analyzer", "probe_register_analyzers")
 
+    @cached_property
+    def graph_rules(self) -> Registry[Any]:
+        """Framework knowledge for the graph builder and parallel merge."""
+        return self._collect("graph rules", "probe_register_graph_rules")
+
     def add_compare_options(self, parser: Any) -> None:
         """Let plugins add options to ``probe compare``."""
         self.pm.hook.probe_add_compare_options(parser=parser)
 
-    def plan_compare(self, request: Any) -> list[Any]:
+    def plan_compare(self, request: Any) -> list[PairPlan]:
         """Ask plugins (then the built-in planner) how to split a compare into :class:`PairPlan` s."""
-        return self.pm.hook.probe_plan_compare(request=request)
+        plans = self.pm.hook.probe_plan_compare(request=request)
+        for plan in plans:
+            if not isinstance(plan, PairPlan):
+                raise PluginError(f"probe_plan_compare returned {type(plan).__name__}, not a PairPlan")
+        return plans
 
     def detect_framework(self, path: str) -> str | None:
         """Ask plugins which framework wrote the dump at ``path``."""

@@ -289,3 +289,8 @@ class CompareRun:
 
     def __len__(self) -> int:
         return len(self.results)
+
+
+def analysable(result: CompareResult) -> bool:
+    """Whether ``result`` holds row results with target/golden pairs (what the analyzers read)."""
+    return bool(result.records) and hasattr(result.records[0], "pair")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +35,19 @@ Progress = Callable[[int], None]
 # --------------------------------------------------------------------------------------
 
 
-def read(plan: PairPlan, registries: Registries, stack_path: str | None = None) -> tuple[FlatDump, FlatDump]:
-    """Read both sources of ``plan`` into rows (the target with its stack info)."""
+def read(plan: PairPlan, registries: Registries, stack_path: str | None = None,
+         framework: str | None = None) -> tuple[FlatDump, FlatDump]:
+    """Read both sources of ``plan`` into rows (the target with its stack info).
+
+    ``framework`` (``-f``/``--framework``) names the target's framework when its dump does not.
+    """
     target_reader = pick_reader(plan.target, registries, plan.reader)
     golden_reader = pick_reader(plan.golden, registries, plan.golden_reader_name)
-    target, golden = dumps.load_pair(plan.target, plan.golden, target_reader, golden_reader)
+    target, golden = dumps.load_pair(plan.target, plan.golden, target_reader, golden_reader,
+                                     plan.options.get("reader_args"))
+    if framework and not target.info.framework_declared and target.info.framework != framework:
+        log.info("%s: no 'framework' key; --framework says %s", target.info.path, framework)
+        target.info = replace(target.info, framework=framework, framework_declared=True)
     for dump in (target, golden):
         if dump.skipped_entries:
             log.warning(

@@ -18,12 +18,12 @@ from probe.analysis.advisor import advise, advisor_text, explain
 from probe.analysis.collective import check_collectives, shares_output
 from probe.analysis.da_json import write_diff_analyze, write_rank_json
 from probe.analysis.first_diff import FirstDiff, find_first_diff
-from probe.analysis.nodes import analysable, api_of, build_nodes, is_comm_entry
+from probe.analysis.nodes import api_of, build_nodes, is_comm_entry
 from probe.diagnosis.analyzer import diagnosis_of
 from probe.diagnosis.facts import step_of
 from probe.diagnosis.oneanswer import advisor_lines, diff_analyze_nodes
 from probe.io import atomic_write, prepare_output_dir, timestamp, unique_path
-from probe.result import Analysis, CompareResult
+from probe.result import Analysis, CompareResult, analysable
 
 
 @dataclass

@@ -272,11 +272,6 @@ def _parse_ranks(value: Any) -> tuple[int, ...] | None:
     return ranks or None
 
 
-def analysable(result: CompareResult) -> bool:
-    """Whether ``result`` holds row results with target/golden pairs (plugin jobs may hold other records)."""
-    return bool(result.records) and hasattr(result.records[0], "pair")
-
-
 def build_nodes(
     result: CompareResult,
     rank: int | None = None,

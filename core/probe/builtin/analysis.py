@@ -76,7 +76,7 @@ def probe_register_analyzers(register: Any) -> None:
 
 @hookimpl
 def probe_register_commands(register: Any) -> None:
-    from probe.diagnosis.command import DIAGNOSE_EPILOG, add_diagnose_arguments, run_diagnose_command
+    from probe.builtin.diagnose_command import DIAGNOSE_EPILOG, add_diagnose_arguments, run_diagnose_command
 
     register.add("diagnose", Command(
         name="diagnose",

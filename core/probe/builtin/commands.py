@@ -13,6 +13,7 @@ from probe.hookspecs import hookimpl
 from probe.interfaces import Command
 from probe.jsonio import read_json
 from probe.model import CompareRequest
+from probe.regression.cli import add_target_arguments, is_nway
 
 COMPARE_EPILOG = """examples:
   probe compare -tp target/step0/rank0/dump.json -gp golden/step0/rank0/dump.json -o out
@@ -21,7 +22,10 @@ COMPARE_EPILOG = """examples:
   probe compare -tp target -gp golden -o out --rank 0,3 --step 1         # some ranks of one step
   probe compare -tp t/dump.json -gp g/dump.json -fm -hl                  # fuzzy match, highlight
   probe compare -tp t/dump.json -gp g/dump.json -dm mapping.yaml --fail-on error
+  probe compare -tp t/dump.json -gp g/dump.json --auto-match             # pair rows whose names differ
   probe compare -i compare.json -o out                                   # msProbe's input file
+  probe compare -gp golden/step0 -tp npu_eager/step0 -tp npu_graph/step0 -o out   # N-way: out/<label>/ + nway_result
+  probe compare -gp gpu -tp npu_bf16 --label bf16 -tp npu_new --label new -o out --xlsx
   probe -f mindspore compare -tp ms/step0 -gp pt/step0 -am -o out        # -f before or after the command
 
 Rows whose data could not be compared read N/A with the reason in Err_message; the summary
@@ -32,8 +36,7 @@ counts them as "not compared" and --fail-on exits 1 for them, printing why.
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``probe compare``, spelled as msProbe spells them."""
     io = parser.add_argument_group("inputs and outputs")
-    io.add_argument("-tp", "--target_path", dest="target_path", metavar="TARGET",
-                    help="target (NPU) dump: dump.json/debug.json, a step dir with rank*/ or a dump root with step*/")
+    add_target_arguments(io, "target (NPU) dump: dump.json/debug.json, a step dir with rank*/ or a dump root with step*/")
     io.add_argument("-gp", "--golden_path", dest="golden_path", metavar="GOLDEN",
                     help="golden (bench) dump of the same kind as the target")
     io.add_argument("-i", "--input_path", dest="input_path", metavar="compare.json",
@@ -86,7 +89,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 _CORE_KEYS = {"target_path", "golden_path", "input_path", "output_path", "xlsx", "format", "jobs", "fail_on",
-              "command", "framework", "verbose", "quiet", "handler"}
+              "command", "framework", "verbose", "quiet", "handler", "target_paths", "labels"}
 
 
 # msProbe's compare modes that probe does not implement, and what they are
@@ -149,7 +152,7 @@ def request_from_args(args: argparse.Namespace, host: Any) -> Any:
     if args.format:
         formats = [f.strip().lower() for f in args.format.split(",") if f.strip()]
     check_compare_mode(options.get("compare_mode"), host)
-    framework = args.framework
+    framework = options["framework_option"] = args.framework  # what -f said, before detection
     if not framework and options.get("compare_mode") not in (None, "auto"):
         framework = options["compare_mode"]
     if not framework:
@@ -166,6 +169,10 @@ def run_compare_command(args: argparse.Namespace, host: Any) -> int:
     """``probe compare``: plan, run with progress, print the summary; returns the exit code."""
     from probe.console import run_with_console
 
+    if is_nway(args):
+        from probe.regression.console import run_nway_command
+
+        return run_nway_command(args, host, request_from_args(args, host))
     request = request_from_args(args, host)
     return run_with_console(request, host, fail_on=args.fail_on)
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from probe.automatch.plugin import add_auto_match_option
 from probe.diagnosis import diagnose
 from probe.errors import InputError, ProbeError
 from probe.hookspecs import hookimpl
 from probe.interfaces import Command
 from probe.io import prepare_output_dir
+from probe.regression.cli import add_target_arguments, is_nway
 
 GRAPH_EPILOG = """examples:
   probe graph -tp target/step0/rank0 -o out                         # build one graph
@@ -17,9 +19,11 @@ GRAPH_EPILOG = """examples:
   probe graph -tp t -gp g -o out -oc -fm                            # overflow levels, fuzzy matching
   probe graph -tp ms -gp pt -o out -lm layer_mapping.yaml           # cross-framework
   probe graph -tp t -gp g -o out -lm                                # same module paths, other classes
+  probe graph -tp t -gp g -o out --auto-match                       # pair nodes whose names differ
   probe graph -tp t/step0 -gp g/step0 -o out --rank_size 2 1 --tp 2 1 --pp 1 1
   probe graph -tp t/step0 -o out --rank_size 4 --tp 2 --pp 2 --file_type json   # merged dump files
   probe view out/compare_20260101120000.vis.db                     # self-contained HTML viewer
+  probe graph -gp gpu -tp npu_eager -tp npu_graph -o out --html     # N-way: golden graph, verdict per target
 """
 VIEW_EPILOG = """examples:
   probe view out/compare_20260101120000.vis.db                     # -> out/compare_20260101120000.html
@@ -33,8 +37,8 @@ the "error along the network" chart above the graphs, with the suspects of --dia
 
 def add_graph_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``probe graph_visualize`` (msProbe's spelling)."""
-    parser.add_argument("-tp", "--target_path", required=True, metavar="TARGET",
-                        help="target (NPU) dump directory: one rank, a step dir of rank*/, or a root of step*/")
+    add_target_arguments(parser, "target (NPU) dump directory: one rank, a step dir of rank*/, or a root of step*/",
+                         required=True)
     parser.add_argument("-gp", "--golden_path", metavar="GOLDEN", help="golden (bench) dump: switches build to compare")
     parser.add_argument("-o", "--output_path", required=True, metavar="DIR", help="output directory")
     parser.add_argument("-lm", "--layer_mapping", nargs="?", const=True, metavar="FILE",
@@ -45,6 +49,7 @@ def add_graph_arguments(parser: argparse.ArgumentParser) -> None:
                         help="extra overflow false-positive rules ({API: all | [input.0, output, ...]}), "
                              "added to the built-in list")
     parser.add_argument("-fm", "--fuzzy_match", action="store_true", help="match ignoring call indices")
+    add_auto_match_option(parser)
     parser.add_argument("-tensor_log", "--is_print_compare_log", dest="tensor_log", action="store_true",
                         help="log every compared node")
     parser.add_argument("-progress_log", "--is_print_progress_log", dest="progress_log", action="store_true",
@@ -115,6 +120,7 @@ def run_graph_command(args: argparse.Namespace, host) -> int:
         overflow_check=args.overflow_check,
         overflow_rules=Path(args.overflow_rules) if args.overflow_rules else None,
         fuzzy_match=args.fuzzy_match,
+        auto_match=bool(args.auto_match),
         tensor_log=args.tensor_log,
         progress_log=args.progress_log,
         merge=merge_options(args),
@@ -125,6 +131,10 @@ def run_graph_command(args: argparse.Namespace, host) -> int:
     diagnosis_file = Path(args.diagnosis) if args.diagnosis else None
     if diagnosis_file is not None and not diagnosis_file.is_file():
         raise InputError("diagnosis file does not exist", diagnosis_file)
+    if is_nway(args):
+        from probe.regression.console import run_nway_graph_command
+
+        return run_nway_graph_command(args, options)
     run = run_graph(options, host)
     if args.html and run.db is not None:
         from probe.viewer.writer import write_html

@@ -10,12 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from probe.analysis.nodes import analysable
 from probe.diagnosis.facts import RankFacts, rank_facts
 from probe.diagnosis.rank import diagnose_facts
 from probe.diagnosis.report import DIVERGENT, Diagnosis
 from probe.io import prepare_output_dir, timestamp
-from probe.result import Analysis
+from probe.result import Analysis, analysable
 from probe.viewer.chart import write_diagnosis_files
 
 DIAGNOSIS_KEY = "_diagnosis"

@@ -15,6 +15,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
+from probe.formats.msprobe.dtypes import TORCH_PREFIX
 from probe.jsonio import read_json
 from probe.modes.common import canonical_dtype
 from probe.result import CompareResult, RowResult
@@ -130,7 +131,7 @@ def stats_deviation(t: tuple[Any, ...], g: tuple[Any, ...]) -> tuple[float, bool
 
 def _is_tensor(row: Any) -> bool:
     dtype = row.dtype
-    return dtype.startswith("torch.") or canonical_dtype(dtype) in FLOAT_DTYPES or dtype[:1].isupper() and dtype in (
+    return dtype.startswith(TORCH_PREFIX) or canonical_dtype(dtype) in FLOAT_DTYPES or dtype[:1].isupper() and dtype in (
         "Int32", "Int64", "Bool", "UInt8", "Int8", "Int16")
 
 

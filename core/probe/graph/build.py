@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from probe.errors import InputError
-from probe.formats.msprobe.flatten import entry_kind, flatten_entry
+from probe.formats.msprobe.flatten import entry_kind
+from probe.formats.msprobe.names import CONSTRUCT_MICRO_STEP_KEY
+from probe.formats.msprobe.reader import MsprobeJsonReader
 from probe.formats.msprobe.stack import load_stack
+from probe.interfaces import DumpReader
 from probe.jsonio import read_json
-from probe.model import DumpInfo, FlatDump, RowList
+from probe.model import DumpInfo, FlatDump, Row, RowList
 
+from probe.graph.rules import NO_RULES, GraphRuleSet
 from probe.graph.node import API, COLLECTION, COLLECTION_PREFIX, MODULE, NPU, Graph, GraphNode
 
 log = logging.getLogger(__name__)
 
-MICRO_STEP_KEY = "megatron_micro_step_number"
 _PARAM_GRAD_RE = re.compile(r"^(?P<prefix>.+)\.parameters_grad(?:\.\d+)?$")
 NO_STACK_TWIN = "The backward node has no stack of its own and no forward counterpart."
 
@@ -46,13 +49,13 @@ def _is_module_backward(name: str) -> bool:
 
 
 def read_construct(path: Path) -> tuple[dict[str, str | None], dict[str, int] | None]:
-    """Parent of every node (and Megatron micro-step ids when the file carries them)."""
+    """Parent of every node (and micro-step ids when the file carries them)."""
     doc = read_json(path)
     if not isinstance(doc, dict):
         raise InputError("is not a construct file (top level is not an object)", path)
     micro: dict[str, int] | None = None
-    if MICRO_STEP_KEY in doc:
-        doc = {k: v for k, v in doc.items() if k != MICRO_STEP_KEY}
+    if CONSTRUCT_MICRO_STEP_KEY in doc:
+        doc = {k: v for k, v in doc.items() if k != CONSTRUCT_MICRO_STEP_KEY}
         micro = {}
         parents: dict[str, str | None] = {}
         for name, value in doc.items():
@@ -102,24 +105,6 @@ def _attach(graph: Graph, node: GraphNode, parent_name: str | None) -> None:
     parent.add_child(node)
 
 
-_RECOMPUTE_FILE = "torch/utils/checkpoint.py"
-_AUTOGRAD_FILE = "torch/autograd/function.py"
-
-
-def is_recompute_stack(frames: list[str]) -> bool:
-    """Whether a forward call's stack shows activation recomputation: a ``recompute_fn`` frame of
-    ``torch/utils/checkpoint.py``, or a ``backward`` / Megatron ``checkpoint_function_backward``
-    frame followed within two frames by ``torch/autograd/function.py``."""
-    for index, frame in enumerate(frames):
-        text = frame.replace("\\", "/")
-        if _RECOMPUTE_FILE in text and "in recompute_fn" in text:
-            return True
-        if re.search(r"\bin (?:backward|checkpoint_function_backward)\b", text):
-            if any(_AUTOGRAD_FILE in f.replace("\\", "/") for f in frames[index + 1 : index + 3]):
-                return True
-    return False
-
-
 def _looks_first_level(name: str) -> bool:
     """A top-level module name that may really be first-level (recompute candidates are not):
     at most 5 segments, or 6-7 segments with a numeric layer index."""
@@ -139,9 +124,10 @@ def _module_call(name: str) -> tuple[str, str, int] | None:
     return ".".join(parts[:-2]), parts[-2], int(parts[-1])
 
 
-def reparent_recomputed(graph: Graph, stacks: dict[str, list[str]]) -> int:
+def reparent_recomputed(graph: Graph, stacks: dict[str, list[str]], rules: GraphRuleSet = NO_RULES) -> int:
     """Move recomputed module calls (and their backward twins) from the root under the backward
-    node of the original call's parent; returns the number of calls moved."""
+    node of the original call's parent (``rules`` recognise a recompute stack); returns the
+    number of calls moved."""
     top = {child.name: child for child in graph.root.children if child.kind == MODULE}
     originals: dict[str, list[GraphNode]] = {}
     candidates: list[tuple[str, GraphNode, GraphNode]] = []
@@ -152,7 +138,7 @@ def reparent_recomputed(graph: Graph, stacks: dict[str, list[str]]) -> int:
         if node.name in top:
             twin = top.get(f"{call[0]}.backward.{call[2]}")
             if (twin is not None and not _looks_first_level(node.name)
-                    and is_recompute_stack(stacks.get(node.name, []))):
+                    and rules.is_recompute_stack(stacks.get(node.name, []))):
                 candidates.append((call[0], node, twin))
                 continue
         if node.parent is not None and node.parent is not graph.root:
@@ -264,28 +250,26 @@ def _stack_of(name: str, stacks: dict[str, list[str]]) -> list[str]:
     return stacks.get(twin, [NO_STACK_TWIN])
 
 
-def build_graph(directory: Path, side: str = NPU, step: int = 0, rank: int = 0) -> Graph:
-    """Build the graph of one dump directory."""
+def build_graph(directory: Path, side: str = NPU, step: int = 0, rank: int = 0,
+                reader: DumpReader | None = None, rules: GraphRuleSet = NO_RULES) -> Graph:
+    """Build the graph of one dump directory; ``reader`` reads its ``dump.json`` into rows
+    (the registered reader the caller picked; msProbe's JSON reader by default) and ``rules``
+    are the registered graph rules (framework knowledge; none by default)."""
     directory = Path(directory)
     dump_path = directory / "dump.json"
     construct_path = directory / "construct.json"
-    doc = read_json(dump_path)
     construct: dict[str, str | None] = {}
     micro: dict[str, int] | None = None
     if construct_path.exists():
         construct, micro = read_construct(construct_path)
-    if doc == {} and construct:  # an empty dump.json: the structure alone, as msProbe draws it
-        doc = {"data": {}}
-    if not isinstance(doc, dict) or not isinstance(doc.get("data"), dict):
-        raise InputError("is not an msProbe dump (no 'data' object)", dump_path)
-    data: dict[str, Any] = doc["data"]
-    stacks = load_stack(directory / "stack.json") or {}
+    dump = _read_dump(dump_path, reader or MsprobeJsonReader(), structure_only=bool(construct))
+    stacks = dump.stack or {}
 
     graph = Graph(side, step, rank)
-    graph.task = str(doc.get("task") or "statistics")
-    graph.framework = str(doc.get("framework") or "pytorch")
+    graph.task = dump.info.task
+    graph.framework = dump.info.framework
     graph.source = str(directory)
-    if doc.get("dump_data_dir") or (directory / "dump_tensor_data").is_dir():
+    if dump.info.task == "tensor" or (directory / "dump_tensor_data").is_dir():
         graph.dump_data_dir = str(directory / "dump_tensor_data")
 
     for name, parent in construct.items():
@@ -294,8 +278,9 @@ def build_graph(directory: Path, side: str = NPU, step: int = 0, rank: int = 0) 
             continue
         _attach(graph, node, resolve_parent(name, parent, construct))
     dropped = _drop_orphans(graph, construct_path)
+    names = dump.entry_names()
     grads: list[tuple[str, str]] = []
-    for name in data:
+    for name in names:
         if name in dropped:
             continue
         match = _PARAM_GRAD_RE.match(name)
@@ -306,10 +291,10 @@ def build_graph(directory: Path, side: str = NPU, step: int = 0, rank: int = 0) 
         if name not in graph.nodes and entry_kind(name) is not None:
             graph.root.add_child(graph.get_or_create(name))  # not in construct.json (e.g. L1 dumps)
 
-    reparent_recomputed(graph, stacks)
+    reparent_recomputed(graph, stacks, rules)
     _wrap_collections(graph)
     _add_parameter_grads(graph, grads)
-    _fill_data(graph, data, stacks, dump_path)
+    _fill_data(graph, dump, set(names))
     if micro is not None:
         for node in graph.postorder():
             node.micro_step = micro.get(node.name, node.parent.micro_step if node.parent else 0)
@@ -321,6 +306,25 @@ def build_graph(directory: Path, side: str = NPU, step: int = 0, rank: int = 0) 
         assign_micro_steps(graph)
     graph.number()
     return graph
+
+
+def _read_dump(path: Path, reader: DumpReader, structure_only: bool) -> FlatDump:
+    """The rows of ``dump.json`` through ``reader``; an empty ``{}`` beside a construct.json is
+    the structure alone (msProbe draws it), an empty dump of statistics."""
+    if structure_only and _is_empty_object(path):
+        info = DumpInfo(path=path, framework="pytorch", task="statistics", reader=getattr(reader, "name", ""))
+        return FlatDump(info=info, rows=RowList(), stack=load_stack(path.parent / "stack.json"))
+    return reader.load(path, with_stack=True)
+
+
+def _is_empty_object(path: Path) -> bool:
+    """Whether the (small) file at ``path`` holds ``{}``."""
+    try:
+        if path.stat().st_size > 64:
+            return False
+    except OSError:
+        return False
+    return read_json(path) == {}
 
 
 def _drop_orphans(graph: Graph, construct_path: Path) -> set[str]:
@@ -342,22 +346,22 @@ def _drop_orphans(graph: Graph, construct_path: Path) -> set[str]:
     return dropped
 
 
-def _fill_data(graph: Graph, data: dict[str, Any], stacks: dict[str, list[str]], dump_path: Path) -> None:
+def _fill_data(graph: Graph, dump: FlatDump, entries: set[str]) -> None:
+    """Hand each node the rows of its entry (a node whose entry gave no rows still has data)
+    and keep the dump, its rows in node order, for the compare stages."""
+    stacks = dump.stack or {}
+    by_entry: dict[str, list[Row]] = {}
+    for row in dump.rows:
+        by_entry.setdefault(row.entry, []).append(row)
     rows = RowList()
     for name, node in graph.nodes.items():
         node.stack = _stack_of(name, stacks) if node.kind != COLLECTION and node is not graph.root else []
-        body = data.get(name)
-        if body is None:
+        if name not in entries:
             continue
-        kind = entry_kind(name) or "forward"
-        start = len(rows)
-        try:
-            flatten_entry(name, body, kind, rows)
-        except InputError as exc:
-            raise InputError(exc.problem, dump_path) from None
         node.has_data = True
-        for row in rows[start:]:
+        for row in by_entry.get(name, ()):
             (node.outputs if row.state == "output" else node.inputs).append(row)
-    graph.has_md5 = rows.has_md5
-    info = DumpInfo(path=dump_path, framework=graph.framework, task=graph.task)
-    graph.dump = FlatDump(info=info, rows=rows, stack=stacks, has_md5=rows.has_md5, entry_count=len(data))
+            rows.append(row)
+    rows.has_md5 = dump.has_md5
+    graph.has_md5 = dump.has_md5
+    graph.dump = replace(dump, rows=rows)

@@ -11,6 +11,8 @@ from typing import Any
 
 import orjson
 
+from probe.formats.msprobe.dtypes import PROCESS_GROUP, TORCH_SIZE
+from probe.formats.msprobe.names import tensor_type
 from probe.io import claim, temp_file
 from probe.model import NA, Row
 
@@ -56,6 +58,11 @@ CREATE TABLE IF NOT EXISTS tb_nodes (
 CREATE TABLE IF NOT EXISTS tb_stack (
     id TEXT PRIMARY KEY,
     stack_info TEXT
+);
+CREATE TABLE IF NOT EXISTS tb_auto_match (
+    id TEXT PRIMARY KEY,
+    confidence REAL NOT NULL,
+    why TEXT
 );
 """
 INDEXES = """
@@ -109,18 +116,17 @@ def item_dict(row: Row, framework: str, task: str) -> dict[str, str]:
     """The stored form of one parameter item (all values strings)."""
     if row.dtype == NA and row.stats[0] is None:
         return {"value": "null"}
-    if row.dtype == "torch.ProcessGroup":
+    if row.dtype == PROCESS_GROUP:
         return {"type": row.dtype, "group_ranks": _value_text(row.stats[0]), "data_name": row.data_name}
     if row.dtype.startswith("<class"):
         kind = row.dtype[8:-2] if row.dtype.endswith("'>") else row.dtype
         item = {"type": kind, "dtype": row.dtype, "shape": row.shape}
-    elif row.dtype in ("torch.Size", "slice", "ellipsis"):
+    elif row.dtype in (TORCH_SIZE, "slice", "ellipsis"):
         item = {"type": row.dtype, "dtype": row.dtype, "shape": row.shape}
     else:
         if row.stats[0] is None:
             return {"value": "null"}
-        tensor_type = "mindspore.Tensor" if framework == "mindspore" else "torch.Tensor"
-        item = {"type": tensor_type, "dtype": row.dtype, "shape": row.shape}
+        item = {"type": tensor_type(framework), "dtype": row.dtype, "shape": row.shape}
     item["Max"], item["Min"], item["Mean"], item["Norm"] = (_value_text(v) for v in row.stats)
     item["requires_grad"] = row.requires_grad
     if task == MD5 and row.md5 is not None:
@@ -183,6 +189,12 @@ def graph_rows(graph: Graph, compare: bool, task: str) -> tuple[list[tuple], lis
     return rows, stack_rows
 
 
+def auto_match_rows(graph: Graph) -> list[tuple[str, float, str]]:
+    """``tb_auto_match`` rows (``--auto-match``): node row id, confidence and why of each automatic pair."""
+    gid = graph.graph_id
+    return [(f"{gid}_{name}", confidence, why) for name, (confidence, why) in sorted(graph.auto_matches.items())]
+
+
 def write_part(path: Path, graphs: Sequence[Graph], compare: bool, task: str) -> int:
     """Write the ``tb_nodes`` / ``tb_stack`` rows of ``graphs`` into a new scratch SQLite file
     (what a worker process hands to :meth:`VisDbWriter.copy_part`); returns the node count."""
@@ -197,6 +209,7 @@ def write_part(path: Path, graphs: Sequence[Graph], compare: bool, task: str) ->
             rows, stack_rows = graph_rows(graph, compare, task)
             conn.executemany("INSERT INTO tb_nodes VALUES (" + ",".join("?" * 22) + ")", rows)
             conn.executemany("INSERT INTO tb_stack VALUES (?,?)", stack_rows)
+            conn.executemany("INSERT INTO tb_auto_match VALUES (?,?,?)", auto_match_rows(graph))
             count += len(rows)
         conn.execute("COMMIT")
     finally:
@@ -247,6 +260,7 @@ class VisDbWriter:
         rows, stack_rows = graph_rows(graph, compare, task)
         self.conn.executemany("INSERT INTO tb_nodes VALUES (" + ",".join("?" * 22) + ")", rows)
         self.conn.executemany("INSERT INTO tb_stack VALUES (?,?)", stack_rows)
+        self.conn.executemany("INSERT INTO tb_auto_match VALUES (?,?,?)", auto_match_rows(graph))
         return len(rows)
 
     def copy_part(self, part: Path) -> None:
@@ -257,6 +271,7 @@ class VisDbWriter:
             self.conn.execute("BEGIN")
             self.conn.execute("INSERT INTO tb_nodes SELECT * FROM part.tb_nodes")
             self.conn.execute("INSERT INTO tb_stack SELECT * FROM part.tb_stack")
+            self.conn.execute("INSERT INTO tb_auto_match SELECT * FROM part.tb_auto_match")
             self.conn.execute("COMMIT")
         finally:
             self.conn.execute("DETACH DATABASE part")

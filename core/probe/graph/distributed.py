@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+from probe.formats.msprobe.dtypes import PROCESS_GROUP
 from probe.model import Row
 
 from probe.graph.node import Graph, GraphNode
@@ -31,12 +32,12 @@ def _peer(node: GraphNode, kwarg: str | None) -> int | None:
     row = _arg(node, kwarg) if kwarg else None
     if row is None:
         row = _arg(node, "1")
-    return _int(row.stats[0]) if row is not None and row.dtype != "torch.ProcessGroup" else None
+    return _int(row.stats[0]) if row is not None and row.dtype != PROCESS_GROUP else None
 
 
 def _group(node: GraphNode) -> tuple[int, ...] | None:
     row = _arg(node, "group")
-    if row is None or row.dtype != "torch.ProcessGroup":
+    if row is None or row.dtype != PROCESS_GROUP:
         return None
     text = str(row.stats[0]).strip("[]() ")
     ranks = tuple(int(x) for x in text.replace(" ", "").split(",") if x.lstrip("-").isdigit())

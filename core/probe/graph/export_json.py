@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from probe.formats.msprobe.names import DEFAULT_TENSOR_TYPE
+from probe.formats.msprobe.dtypes import PROCESS_GROUP
 from probe.io import atomic_write
 from probe.model import NA, Row
 
@@ -34,14 +36,14 @@ def _shape(text: str) -> Any:
 
 def _item(row: Row) -> dict[str, Any]:
     """A dump.json leaf item from a row."""
-    if row.dtype == "torch.ProcessGroup":
+    if row.dtype == PROCESS_GROUP:
         return {"type": row.dtype, "group_ranks": _shape(str(row.stats[0])), "data_name": row.data_name}
     if row.dtype == NA and row.stats[0] is None:
         return {"type": "NoneType", "value": None}
     if row.dtype.startswith("<class"):
         kind = row.dtype[8:-2] if row.dtype.endswith("'>") else row.dtype
         return {"type": kind, "value": _number(row.stats[0])}
-    item: dict[str, Any] = {"type": "torch.Tensor", "dtype": row.dtype, "shape": _shape(row.shape)}
+    item: dict[str, Any] = {"type": DEFAULT_TENSOR_TYPE, "dtype": row.dtype, "shape": _shape(row.shape)}
     item["Max"], item["Min"], item["Mean"], item["Norm"] = (_number(v) for v in row.stats)
     item["requires_grad"] = row.requires_grad == "True"
     if row.md5 is not None:

@@ -1,15 +1,20 @@
-"""Find the graphs in a dump directory: a single rank, ``rank*``/``proc*`` dirs, or ``step*`` dirs."""
+"""Find the graphs of a dump directory with the compare's planner (one rank/step discovery).
+
+A dump directory (dump.json + construct.json + stack.json), ``rank*``/``proc*`` directories
+or ``step*/rank*`` directories: the registered planner of ``probe compare`` (hook
+``probe_plan_compare``, passed in as ``plan``) finds them, so both commands accept and refuse
+the same layouts.
+"""
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from probe.errors import InputError
+from collections.abc import Callable
 
-_RANK_RE = re.compile(r"rank(\d+)$")
-_STEP_RE = re.compile(r"step(\d+)$")
+from probe.errors import InputError
+from probe.model import CompareRequest, PairPlan
 
 
 @dataclass(frozen=True)
@@ -21,67 +26,40 @@ class GraphSource:
     rank: int
 
 
-def rank_of(name: str) -> int | None:
-    """``rank`` and ``procNNN`` -> 0, ``rankK`` -> K, anything else -> None."""
-    if name == "rank" or name.startswith("proc"):
-        return 0
-    match = _RANK_RE.fullmatch(name)
-    return int(match.group(1)) if match else None
+def _source(plan_path: Path, plan: PairPlan) -> GraphSource:
+    return GraphSource(plan_path.parent, plan.step or 0, plan.rank or 0)
 
 
-def classify(path: Path) -> str:
+def _kind(root: Path, plans: list[PairPlan]) -> str:
     """``files``, ``ranks`` or ``steps`` (msProbe's input layout kinds)."""
-    if not path.is_dir():
-        raise InputError("is not a directory", path)
-    entries = sorted(p for p in path.iterdir() if not p.name.startswith("."))
-    dirs = [p for p in entries if p.is_dir()]
-    if (path / "dump_tensor_data").is_dir() or (entries and not dirs):
+    if len(plans) == 1 and plans[0].target.parent == root:
         return "files"
-    if dirs and all(rank_of(p.name) is not None for p in dirs):
-        return "ranks"
-    if dirs and all(_STEP_RE.fullmatch(p.name) for p in dirs):
-        return "steps"
-    if not entries:
-        raise InputError("is empty, expected construct.json, dump.json and stack.json", path)
-    raise InputError("is neither a dump directory nor a directory of rank*/proc*/step* dirs", path)
+    return "steps" if any(p.step is not None for p in plans) else "ranks"
 
 
-def _ranks(path: Path, step: int) -> list[GraphSource]:
-    sources = [
-        GraphSource(p, step, rank)
-        for p in sorted(path.iterdir())
-        if p.is_dir() and (rank := rank_of(p.name)) is not None
-    ]
-    return sorted(sources, key=lambda s: s.rank)
+Planner = Callable[[CompareRequest], list[PairPlan]]
+"""The compare's planner (``Host.plan_compare``)."""
 
 
-def discover(path: Path) -> tuple[str, list[GraphSource]]:
+def _plans(target: Path, golden: Path, plan: Planner) -> list[PairPlan]:
+    for path in (target, golden):
+        if not path.is_dir():
+            raise InputError("is not a directory", path)
+    return plan(CompareRequest(target=target, golden=golden))
+
+
+def discover(path: Path, plan: Planner) -> tuple[str, list[GraphSource]]:
     """The layout kind of ``path`` and one :class:`GraphSource` per (step, rank)."""
     path = Path(path)
-    kind = classify(path)
-    if kind == "files":
-        if not (path / "dump.json").is_file():
-            raise InputError("has no dump.json", path)
-        return kind, [GraphSource(path, 0, 0)]
-    if kind == "ranks":
-        return kind, _ranks(path, 0)
-    sources: list[GraphSource] = []
-    for step_dir in sorted(path.iterdir(), key=lambda p: int(p.name[4:]) if _STEP_RE.fullmatch(p.name) else -1):
-        if step_dir.is_dir():
-            sources.extend(_ranks(step_dir, int(step_dir.name[4:])))
-    return kind, sources
+    plans = _plans(path, path, plan)
+    return _kind(path, plans), [_source(p.target, p) for p in plans]
 
 
-def pair_sources(
-    target: Path, golden: Path
-) -> tuple[str, list[tuple[GraphSource, GraphSource]]]:
-    """Pair the target and golden graphs by (step, rank); both sides must have the same layout."""
-    kind_t, src_t = discover(target)
-    kind_g, src_g = discover(golden)
+def pair_sources(target: Path, golden: Path, plan: Planner) -> tuple[str, list[tuple[GraphSource, GraphSource]]]:
+    """Pair the target and golden graphs by (step, rank), as ``probe compare`` pairs the dumps."""
+    target, golden = Path(target), Path(golden)
+    plans = _plans(target, golden, plan)
+    kind_t, kind_g = _kind(target, plans), _kind(golden, [replace(p, target=p.golden) for p in plans])
     if kind_t != kind_g:
         raise InputError(f"has layout '{kind_g}' but the target path has layout '{kind_t}'", golden)
-    by_key = {(s.step, s.rank): s for s in src_g}
-    pairs = [(s, by_key[(s.step, s.rank)]) for s in src_t if (s.step, s.rank) in by_key]
-    if not pairs:
-        raise InputError("shares no step/rank with the target path", golden)
-    return kind_t, pairs
+    return kind_t, [(_source(p.target, p), _source(p.golden, p)) for p in plans]

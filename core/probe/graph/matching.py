@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from probe.errors import InputError
 from probe.jsonio import read_yaml
+from probe.model import Pair
 
 from probe.graph.node import API, Graph, GraphNode
 
@@ -207,6 +208,19 @@ def mapping_translator(path: Path, npu: Graph, bench: Graph | None = None) -> Ca
     return layer_translator(doc, npu, prefix)
 
 
+def match_by_row_pairs(npu: Graph, bench: Graph, pairs: Sequence[Pair]) -> int:
+    """Pair the nodes whose rows the compare's pairing paired (first partner wins)."""
+    count = 0
+    for pair in pairs:
+        if pair.golden is None:
+            continue
+        node, other = npu.nodes.get(pair.target.entry), bench.nodes.get(pair.golden.entry)
+        if node is not None and other is not None and node.match is None and other.match is None:
+            _pair(node, other)
+            count += 1
+    return count
+
+
 def _module_key(name: str) -> tuple[str, ...] | None:
     """``Module.a.b.Class.forward.0`` -> ``("a", "b", "forward", "0")``: the path without prefix and class."""
     parts = name.split(".")
@@ -236,8 +250,13 @@ def match_graphs(
     fuzzy: bool = False,
     mapping: Path | bool | None = None,
     rename: Callable[[str], str] | None = None,
+    auto: dict[str, str] | None = None,
 ) -> int:
-    """Run the matching passes: mapping first, then exact, then fuzzy when asked."""
+    """Run the matching passes: mapping first, then exact, then fuzzy when asked.
+
+    With ``auto`` (``--auto-match`` node pairs) the pairs follow the mapping file and replace
+    name matching: a node automatic matching left alone stays unmatched.
+    """
     count = 0
     if mapping is not None:
         translate = class_free_translator(bench) if mapping is True else mapping_translator(mapping, npu, bench)
@@ -247,9 +266,13 @@ def match_graphs(
         count += match_translated(npu, bench, translate)
     elif rename is not None:
         count += match_translated(npu, bench, lambda node: rename(node.name))
+    if auto is not None:
+        count += match_translated(npu, bench, lambda node: auto.get(node.name))
     if npu.root.match is None and bench.root.match is None:
         _pair(npu.root, bench.root)
         count += 1
+    if auto is not None:
+        return count
     count += match_default(npu, bench)
     if fuzzy:
         count += match_fuzzy(npu, bench)

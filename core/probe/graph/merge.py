@@ -6,12 +6,12 @@ tensor/pipeline-parallel run into one graph per data-parallel replica.
 * PP merge: the graphs of the stages of a PP group are attached to the first stage's graph;
   split layers (``layers.<n>.``) are renumbered consecutively, APIs taken from other ranks get
   ``_rank<r>``, wrappers present on every stage take the last stage's outputs (backward: inputs).
-* VPP: every model chunk (``Module.<c>.``) is folded into chunk 0, in Megatron's execution order.
+* VPP: every model chunk (``Module.<c>.``) is folded into chunk 0, in virtual-pipeline execution order.
 * Root-level API collections of a group become ``Apis_Between_Modules_All_Ranks.<k>`` holding one
   ``Apis_Between_Modules_Rank<r>.<k>`` per rank.
 
 Groups are discovered from the dumps (TP: ``group_ranks`` of the first all_reduce/reduce_scatter,
-PP: chains of the first send destination) and fall back to Megatron's default groups built from
+PP: chains of the first send destination) and fall back to the default groups built from
 ``(rank_size, tp, pp, order)`` when discovery fails or disagrees with the parameters.
 """
 
@@ -26,9 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probe.errors import InputError
+from probe.formats.msprobe.dtypes import PROCESS_GROUP
 from probe.model import Row
 
 from probe.graph.distributed import SEND, _group, _ops
+from probe.graph.rules import NO_RULES, GraphRuleSet
 from probe.graph.node import API, COLLECTION, COLLECTION_PREFIX, MODULE, Graph, GraphNode
 
 log = logging.getLogger(__name__)
@@ -42,11 +44,6 @@ _LAYER_RE = re.compile(r"(?:^|\.)(?:layers?)\.(\d+)\.")
 _CHUNK_RE = re.compile(r"^(Module|Cell)\.(\d+)\.")
 _RANK_SUFFIX = re.compile(r"_rank(\d+)")
 _COLLECTION_RE = re.compile(rf"^{COLLECTION_PREFIX}\.(\d+)$")
-_MATMUL_APIS = frozenset({
-    "linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "einsum", "npu_linear", "npu_mm_all_reduce_base",
-    "npu_matmul_add_fp32", "__matmul__", "dot", "mv",
-})
-ROW_PARALLEL, COLUMN_PARALLEL = "RowParallelLinear", "ColumnParallelLinear"
 PARTIAL_NOTE = ("{row}: each rank holds a partial sum; the merged value is the output of {reduce}: "
                 "Max = {stats[0]!r}, Min = {stats[1]!r}, Mean = {stats[2]!r}, Norm = {stats[3]!r}")
 UNREDUCED_NOTE = ("{row}: each rank holds a partial sum (gradient of the replicated input of a "
@@ -92,7 +89,7 @@ def validate(options, path: Path | None = None) -> None:
 
 
 def default_groups(rank_size: int, tp: int, pp: int, order: str = "tp-cp-ep-dp-pp") -> Groups:
-    """Megatron's rank groups: the first token of ``order`` varies fastest.
+    """The default rank groups of ``--order``: the first token varies fastest.
 
     >>> default_groups(8, 2, 2).tp, default_groups(8, 2, 2).pp
     ([[0, 1], [2, 3], [4, 5], [6, 7]], [[0, 4], [1, 5], [2, 6], [3, 7]])
@@ -181,7 +178,7 @@ def discover_pp(graphs: Sequence[Graph], pp: int) -> list[list[int]] | None:
 
 
 def find_groups(graphs: Sequence[Graph], options) -> Groups:
-    """Discovered groups when they fit the parameters, else Megatron's defaults."""
+    """Discovered groups when they fit the parameters, else the defaults of ``--order``."""
     tp_groups = discover_tp(graphs, options.tp)
     pp_groups = discover_pp(graphs, options.pp)
     default = default_groups(options.rank_size, options.tp, options.pp, options.order)
@@ -351,26 +348,9 @@ def _reductions(graph: Graph) -> dict[tuple, GraphNode]:
     for node in graph.nodes.values():
         if node.name.startswith("Distributed.") and _api(node).split("_rank")[0] in _TP_APIS and node.outputs:
             for row in node.inputs:
-                if row.dtype != "torch.ProcessGroup" and _num(row.stats[3]) is not None:
+                if row.dtype != PROCESS_GROUP and _num(row.stats[3]) is not None:
                     out.setdefault(_row_key(row), node)
     return out
-
-
-def _module_class(node: GraphNode) -> str:
-    parts = node.name.split(".")
-    return parts[-3] if node.kind == MODULE and len(parts) >= 3 else ""
-
-
-def _partial_sum_rows(node: GraphNode) -> list[int] | None:
-    """Output rows of ``node`` that may be partial sums over the TP ranks (``None``: none)."""
-    if node.kind == API and _api(node).split("_rank")[0] in _MATMUL_APIS:
-        return list(range(len(node.outputs)))
-    cls = _module_class(node)
-    if cls == ROW_PARALLEL and not _is_backward(node):
-        return list(range(len(node.outputs)))
-    if cls == COLUMN_PARALLEL and _is_backward(node):
-        return [0] if node.outputs else None
-    return None
 
 
 def _reduced(rows: Sequence[Row], reductions: Sequence[dict[tuple, GraphNode]]) -> tuple[tuple, str] | None:
@@ -386,16 +366,16 @@ def _reduced(rows: Sequence[Row], reductions: Sequence[dict[tuple, GraphNode]]) 
     return stats, found[0].name
 
 
-def _merge_partial_sums(node: GraphNode, twins: Sequence[GraphNode], reductions, rank: int) -> tuple[set[int], list[str]]:
-    """Megatron special cases: outputs of a matmul (or Row/ColumnParallelLinear) that a following
+def _merge_partial_sums(node: GraphNode, twins: Sequence[GraphNode], reductions, rank: int,
+                        rules: GraphRuleSet) -> tuple[set[int], list[str]]:
+    """Outputs the graph rules call TP partial sums (e.g. of a matmul whose inputs are split) that a following
     all_reduce / reduce_scatter sums over the TP ranks take the reduced statistics."""
-    indexes = _partial_sum_rows(node)
-    if not indexes or any(len(t.outputs) != len(node.outputs) for t in twins):
+    partial = rules.partial_sums(node)
+    if partial is None or not partial.rows or any(len(t.outputs) != len(node.outputs) for t in twins):
         return set(), []
     done: set[int] = set()
     notes: list[str] = []
-    column_backward = _module_class(node) == COLUMN_PARALLEL
-    for index in indexes:
+    for index in partial.rows:
         rows = [node.outputs[index], *(t.outputs[index] for t in twins)]
         reduced = _reduced(rows, reductions)
         if reduced is not None:
@@ -404,16 +384,18 @@ def _merge_partial_sums(node: GraphNode, twins: Sequence[GraphNode], reductions,
             row.stats = tuple(_to_dtype(x, row.dtype) for x in stats)
             notes.append(PARTIAL_NOTE.format(row=row.name, reduce=reduce_name, stats=row.stats))
             done.add(index)
-        elif column_backward and merge_stats(rows) is not None:
+        elif partial.unreduced and merge_stats(rows) is not None:
             notes.append(UNREDUCED_NOTE.format(row=node.outputs[index].name, rank=rank))
             done.add(index)
     return done, notes
 
 
-def tp_merge(graphs: Sequence[Graph], stage_of: dict[int, int] | None = None) -> Graph:
+def tp_merge(graphs: Sequence[Graph], stage_of: dict[int, int] | None = None,
+             rules: GraphRuleSet = NO_RULES) -> Graph:
     """Merge the statistics of same-name, same-parent nodes of a TP group into its first graph.
 
-    ``stage_of`` (rank -> pipeline stage) pairs the APIs a PP merge suffixed with different ranks.
+    ``stage_of`` (rank -> pipeline stage) pairs the APIs a PP merge suffixed with different ranks;
+    ``rules`` say which outputs are partial sums.
     """
     stage_of = stage_of or {}
     main = graphs[0]
@@ -434,7 +416,7 @@ def tp_merge(graphs: Sequence[Graph], stage_of: dict[int, int] | None = None) ->
         if any(t is None or not t.has_data or (_plain(t.parent.name, stage_of) if t.parent else None) != parent_name
                for t in twins):
             continue
-        reduced, formulas = _merge_partial_sums(node, twins, reductions, main.rank)
+        reduced, formulas = _merge_partial_sums(node, twins, reductions, main.rank, rules)
         for attr in ("inputs", "outputs"):
             mine = getattr(node, attr)
             others = [getattr(t, attr) for t in twins]
@@ -648,7 +630,8 @@ def strategy(options) -> str:
     return "full"
 
 
-def merge_step(graphs: Sequence[Graph], options, path: Path | None = None) -> list[Graph]:
+def merge_step(graphs: Sequence[Graph], options, path: Path | None = None,
+               rules: GraphRuleSet = NO_RULES) -> list[Graph]:
     """Merge the graphs of one step; returns one graph per data-parallel replica."""
     kind = strategy(options)
     if kind == "none":
@@ -656,7 +639,7 @@ def merge_step(graphs: Sequence[Graph], options, path: Path | None = None) -> li
     by_rank = {g.rank: g for g in graphs}
     groups = find_groups(graphs, options)
     if kind == "tp":
-        return [tp_merge([by_rank[r] for r in group]) for group in groups.tp]
+        return [tp_merge([by_rank[r] for r in group], rules=rules) for group in groups.tp]
     merged = {group[0]: pp_merge([by_rank[r] for r in group], options.vpp) for group in groups.pp}
     if kind in ("pp", "vpp"):
         return [merged[group[0]] for group in groups.pp]
@@ -665,14 +648,14 @@ def merge_step(graphs: Sequence[Graph], options, path: Path | None = None) -> li
     for group in groups.tp:
         members = [merged[r] for r in group if r in merged]
         if len(members) == len(group):
-            out.append(tp_merge(members, stage_of))
+            out.append(tp_merge(members, stage_of, rules))
     if not out:
         raise InputError("parallel merge: no TP group is made of first pipeline stages; check --order", path)
     return out
 
 
-def merge_side(graphs: list[Graph], options, path: Path | None) -> list[Graph]:
-    """Merge the graphs of one side (every step) according to ``options``."""
+def merge_side(graphs: list[Graph], options, path: Path | None, rules: GraphRuleSet = NO_RULES) -> list[Graph]:
+    """Merge the graphs of one side (every step) according to ``options`` and the graph rules."""
     validate(options, path)
     by_step: dict[int, list[Graph]] = {}
     for graph in graphs:
@@ -684,5 +667,5 @@ def merge_side(graphs: list[Graph], options, path: Path | None) -> list[Graph]:
         ranks = sorted(g.rank for g in step_graphs)
         if ranks != list(range(options.rank_size)):
             raise InputError(f"has ranks {ranks}; parallel merge needs ranks 0..{options.rank_size - 1}", path)
-        out.extend(merge_step(sorted(step_graphs, key=lambda g: g.rank), options, path))
+        out.extend(merge_step(sorted(step_graphs, key=lambda g: g.rank), options, path, rules))
     return out

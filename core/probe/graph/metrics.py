@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from itertools import zip_longest
+from typing import Any
 
 from probe.errors import InputError
 from probe.interfaces import Registries
 from probe.model import ModeContext, Pair, Row
+from probe.result import RowResult
 
 from probe.graph.node import Graph, GraphNode
 
@@ -55,15 +56,24 @@ def compare_task(npu: Graph, bench: Graph) -> str:
     return t_npu
 
 
+def _suffix(row: Row, node: GraphNode) -> str:
+    """The row name after its node name (``.input.0``, ``.weight``), as the compare keys it."""
+    return row.name[len(node.name):] if row.name.startswith(node.name) else row.name
+
+
 def pair_rows(npu: GraphNode, bench: GraphNode) -> list[Pair]:
-    """Positional pairs within each group; NPU rows without a partner get ``None``."""
+    """Pairs within each group (inputs, parameters, parameter gradients, outputs).
+
+    A row pairs with the bench row of the same name after the node name (``.input.0``,
+    ``.weight``), as the compare pairs the rows of two matched entries (so the graph judges the
+    pairs the report judges). NPU rows without a partner get ``None``.
+    """
     pairs: list[Pair] = []
     for group in GROUPS:
         left = [r for r in (npu.outputs if group == "output" else npu.inputs) if r.state == group]
         right = [r for r in (bench.outputs if group == "output" else bench.inputs) if r.state == group]
-        for t_row, g_row in zip_longest(left, right):
-            if t_row is not None:
-                pairs.append(Pair(t_row, g_row))
+        by_suffix = {_suffix(r, bench): r for r in right}
+        pairs.extend(Pair(t_row, by_suffix.get(_suffix(t_row, npu))) for t_row in left)
     return pairs
 
 
@@ -77,6 +87,16 @@ def _find_mode(host: Registries | None, task: str):
         return None
 
 
+def _same_shape(pair: Pair) -> Pair:
+    """A pair whose golden row takes the target's shape (merged ranks: shards are not compared)."""
+    g = pair.golden
+    if g is None or g.shape == pair.target.shape:
+        return pair
+    twin = Row(g.name, g.entry, g.state, g.dtype, pair.target.shape, g.stats, g.requires_grad, g.md5,
+               g.data_name, g.extra)
+    return Pair(pair.target, twin, pair.fuzzy)
+
+
 def compute_metrics(
     matched: Sequence[tuple[GraphNode, GraphNode]],
     npu: Graph,
@@ -84,38 +104,49 @@ def compute_metrics(
     task: str,
     host: Registries | None,
     jobs: int = 1,
-) -> dict[GraphNode, list[Pair]]:
-    """Pair the rows of every matched node and fill ``node.metrics`` on the NPU nodes.
+    merged: bool = False,
+    row_pairs: Sequence[Pair] | None = None,
+) -> tuple[Any, dict[GraphNode, list[RowResult]]]:
+    """Pair the rows of every matched node, compute them with the compare's metric mode and fill
+    ``node.metrics`` on the NPU nodes.
 
-    Returns the row pairs of each NPU node (the verdict rules read them).
+    ``row_pairs``: the row pairs the compare's pairing made (``-lm`` across frameworks); each
+    node then judges exactly those pairs of its rows, as the report does. Returns the mode and
+    the row results of each NPU node (the judge reads them); the mode is ``None`` (and nothing
+    is computed) when the host has no such mode.
     """
+    by_entry: dict[str, list[Pair]] = {}
+    for pair in row_pairs or ():
+        by_entry.setdefault(pair.target.entry, []).append(pair)
     by_node: dict[GraphNode, list[Pair]] = {}
     all_pairs: list[Pair] = []
     for n_node, b_node in matched:
-        pairs = pair_rows(n_node, b_node)
+        pairs = pair_rows(n_node, b_node) if row_pairs is None else by_entry.get(n_node.name, [])
+        if merged:
+            pairs = [_same_shape(p) for p in pairs]
         if pairs:
             by_node[n_node] = pairs
             all_pairs.extend(pairs)
-    columns = GRAPH_COLUMNS[task]
-    mode = _find_mode(host, task) if columns else None
+    mode = _find_mode(host, task)
     if mode is None or not all_pairs:
-        if columns and all_pairs:
-            log.warning("no '%s' metric mode is registered: metric columns are left empty", MODE_NAMES[task])
-        return by_node
+        if all_pairs:
+            log.warning("no '%s' metric mode is registered: nodes are not judged", MODE_NAMES[task])
+        return None, {}
     ctx = ModeContext(target=npu.dump, golden=bench.dump, options={},
                       tensor_loaders=host.tensor_loaders.as_dict() if host is not None else {}, jobs=jobs)
-    results = mode.compute([p for p in all_pairs if p.golden is not None], ctx)
+    results = mode.compute(all_pairs, ctx)
     names = list(mode.columns(False, ()))
-    wanted = [(c, names.index(c)) for c in columns if c in names]
+    wanted = [(c, names.index(c)) for c in GRAPH_COLUMNS[task] if c in names]
     it = iter(results)
+    records: dict[GraphNode, list[RowResult]] = {}
     for n_node, pairs in by_node.items():
         metrics = n_node.metrics
-        for pair in pairs:
-            if pair.golden is None:
-                continue
-            values = mode.render(next(it), False)
-            metrics[pair.target.name] = {c: _text(values[i]) for c, i in wanted}
-    return by_node
+        own = records[n_node] = [next(it) for _ in pairs]
+        for record in own:
+            if record.pair.golden is not None and wanted:
+                values = mode.render(record, False)
+                metrics[record.pair.target.name] = {c: _text(values[i]) for c, i in wanted}
+    return mode, records
 
 
 def _text(value: object) -> str:

@@ -6,15 +6,12 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from probe.formats.msprobe.names import API_PREFIXES
 from probe.model import FlatDump, Row
 
 MODULE, API, COLLECTION = "0", "1", "9"
 """Node kinds as stored in ``tb_nodes.node_type``."""
 
-API_PREFIXES = (
-    "Tensor.", "Torch.", "Functional.", "NPU.", "VF.", "Distributed.", "Aten.", "Mint.",
-    "Primitive.", "Jit.", "MintFunctional.", "MindSpeed.",
-)
 _API_WORD = re.compile("^(?:" + "|".join(re.escape(p[:-1]) for p in API_PREFIXES) + ")(?!$)")
 ROOT_NAME = "DefaultModel"
 COLLECTION_PREFIX = "Apis_Between_Modules"
@@ -102,6 +99,8 @@ class Graph:
         self.source = ""
         self.dump: FlatDump | None = None
         """All rows of the dump (what metric modes compare)."""
+        self.auto_matches: dict[str, tuple[float, str]] = {}
+        """``--auto-match``: node name -> (confidence, why) of each automatic pair (target graph)."""
 
     @property
     def graph_id(self) -> str:

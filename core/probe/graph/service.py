@@ -6,12 +6,15 @@ import json
 import logging
 import os
 import re
+import shutil
 import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from probe import runtime, stages
+from probe.automatch.graph import auto_node_pairs
 from probe.errors import InputError
 from probe.io import no_space, prepare_output_dir, temp_dir, write_error
 
@@ -20,13 +23,15 @@ from probe.graph.db import VisDbWriter, write_part
 from probe.graph.distributed import CommOp, comm_ops, link_comm_ops
 from probe.graph.export_json import write_graph_json
 from probe.graph.layout import GraphSource, discover, pair_sources
-from probe.graph.matching import match_graphs
+from probe.graph.matching import is_pair_mapping, load_mapping, match_by_row_pairs, match_graphs
 from probe.graph.merge import merge_side
 from probe.graph.metrics import compare_task, compute_metrics
 from probe.graph.node import BENCH, NPU, Graph, GraphNode
+from probe.graph.rules import GraphRuleSet
 from probe.graph.overflow import check_overflow, load_rules
 from probe.graph.verdict import judge_collections, judge_graph
-from probe.plugins import Host
+from probe.model import MatchContext, Pair
+from probe.plugins import Host, default_host
 from probe.viewer.writer import write_html
 
 
@@ -58,6 +63,8 @@ class GraphOptions:
     overflow_rules: Path | None = None
     """Extra false-positive rules for ``-oc`` (added to ``probe/data/overflow_rules.yaml``)."""
     fuzzy_match: bool = False
+    auto_match: bool = False
+    """Pair nodes whose names differ from structure and statistics (``--auto-match``)."""
     tensor_log: bool = False
     progress_log: bool = False
     merge: list[MergeOptions] = field(default_factory=list)
@@ -121,22 +128,52 @@ def _renamer(host: Host | None, npu: Graph, bench: Graph):
     return rename
 
 
+def _compare_pairs(npu: Graph, bench: Graph, options: GraphOptions, host: Host | None) -> list[Pair] | None:
+    """The row pairs ``probe compare -lm FILE`` makes for these dumps (``None`` without ``-lm``).
+
+    A layer mapping is applied by the registered mappers and pairers (probe-mindspore's
+    ``-lm``), exactly as in the compare, so the graph judges the rows the report judges. A
+    mapping of node or row names (``{npu name: bench name}``), which only the graph reads, and
+    a host without a layer mapper leave matching to :func:`match_graphs`.
+    """
+    if host is None or not isinstance(options.layer_mapping, (str, Path)) or npu.dump is None or bench.dump is None:
+        return None  # no -lm, or -lm without a file (modules pair by path in match_graphs)
+    if is_pair_mapping(load_mapping(options.layer_mapping)):
+        return None
+    settings = {"layer_mapping": str(options.layer_mapping)}
+    ctx = MatchContext(target=npu.dump, golden=bench.dump, options=settings, normalizers=host.normalizers.values())
+    if stages.build_key_map(host, ctx) is None:
+        return None
+    return stages.pair(npu.dump, bench.dump, host, settings).pairs
+
+
 def compare_pair(
     npu: Graph, bench: Graph, options: GraphOptions, host: Host | None, merged: bool = False
 ) -> tuple[str, int]:
     """Match, compute metrics and judge one NPU/Bench graph pair; returns (task, matched)."""
     task = compare_task(npu, bench)
-    if npu.framework != bench.framework and options.layer_mapping is None and _renamer(host, npu, bench) is None:
+    if (npu.framework != bench.framework and options.layer_mapping is None and not options.auto_match
+            and _renamer(host, npu, bench) is None):
         raise InputError(
             f"is a {bench.framework} dump and the target is {npu.framework}: pass -lm/--layer_mapping", bench.source
         )
-    matched = match_graphs(
+    row_pairs = _compare_pairs(npu, bench, options, host)
+    matched = match_by_row_pairs(npu, bench, row_pairs) if row_pairs is not None else 0
+    auto = None
+    if options.auto_match and not merged:
+        found = auto_node_pairs(npu, bench, host)
+        auto = {name: m.golden for name, m in found.items()}
+    matched += match_graphs(
         npu, bench, fuzzy=options.fuzzy_match or merged, mapping=options.layer_mapping,
-        rename=_renamer(host, npu, bench),
+        rename=_renamer(host, npu, bench), auto=auto,
     )
+    if auto is not None:  # confidences of the pairs automatic matching made (a mapping file wins)
+        npu.auto_matches = {name: (m.confidence, m.why) for name, m in found.items()
+                            if (node := npu.nodes.get(name)) is not None and node.match is not None
+                            and node.match.name == m.golden}
     pairs = [(n, n.match) for n in npu.nodes.values() if n.match is not None]
-    by_node = compute_metrics(pairs, npu, bench, task, host)
-    judge_graph(by_node, task, merged)
+    mode, by_node = compute_metrics(pairs, npu, bench, task, host, merged=merged, row_pairs=row_pairs)
+    judge_graph(by_node, mode)
     judge_collections(list(npu.nodes.values()))
     if options.tensor_log:
         print_tensor_log(by_node)
@@ -146,8 +183,10 @@ def compare_pair(
 
 def print_tensor_log(by_node: dict[GraphNode, list]) -> None:
     """``-tensor_log``: one line per compared row with its metrics, as ``probe compare`` prints them."""
-    for node, pairs in by_node.items():
-        for pair in pairs:
+    for node, records in by_node.items():
+        for pair in (record.pair for record in records):
+            if pair.golden is None:
+                continue
             values = node.metrics.get(pair.target.name)
             if values is None:
                 continue
@@ -172,23 +211,28 @@ def _share_micro_steps(npu: Graph, bench: Graph) -> None:
     bench.micro_steps = npu.micro_steps
 
 
-def _build(source: GraphSource, side: str) -> Graph:
-    return build_graph(source.directory, side, source.step, source.rank)
+def graph_rules(host: Host | None) -> GraphRuleSet:
+    """The graph rules registered with ``host`` (the default host's without one)."""
+    return GraphRuleSet((host or default_host()).graph_rules.values())
 
 
-def _build_one(job: tuple[GraphSource, str]) -> Graph:
-    return _build(*job)
+def _build(source: GraphSource, side: str, host: Host | None) -> Graph:
+    """The graph of one source, its dump.json read by the host's registered reader."""
+    dump_path = source.directory / "dump.json"
+    reader = stages.pick_reader(dump_path, host) if host is not None and dump_path.exists() else None
+    return build_graph(source.directory, side, source.step, source.rank, reader, graph_rules(host))
 
 
-def build_graphs(jobs: list[tuple[GraphSource, str]], workers: int = 1) -> list[Graph]:
+def _build_chunk(jobs: list[tuple[GraphSource, str]]) -> list[Graph]:
+    return [_build(*job, _worker_host()) for job in jobs]
+
+
+def build_graphs(jobs: list[tuple[GraphSource, str]], host: Host | None, workers: int = 1) -> list[Graph]:
     """Build the graph of every (source, side), in parallel processes when ``workers > 1``."""
-    workers = min(workers, len(jobs))
     if workers <= 1:
-        return [_build(*job) for job in jobs]
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(_build_one, jobs))
+        return [_build(*job, host) for job in jobs]
+    return [g for chunk in runtime.parallel_map(_build_chunk, [[job] for job in jobs], workers=workers)
+            for g in chunk]
 
 
 @dataclass
@@ -210,11 +254,11 @@ def _process_pair(
     npu_source: GraphSource, bench_source: GraphSource | None, options: GraphOptions, rules, host: Host | None,
 ) -> tuple[list[Graph], str, int]:
     """Build, match, compute metrics and verdicts (and overflow levels) of one pair."""
-    npu = _build(npu_source, NPU)
+    npu = _build(npu_source, NPU, host)
     graphs = [npu]
     task, matched = "", 0
     if bench_source is not None:
-        bench = _build(bench_source, BENCH)
+        bench = _build(bench_source, BENCH, host)
         graphs.append(bench)
         task, matched = compare_pair(npu, bench, options, host)
     if options.overflow_check:
@@ -249,6 +293,13 @@ def _pair_worker(
     return _summary(graphs, task, matched, nodes, options, link)
 
 
+def _pair_unit(unit: tuple[int, GraphSource, GraphSource | None], options: GraphOptions, rules, link: bool,
+               scratch: Path) -> PairResult:
+    """:func:`_pair_worker` for one ``(index, target, golden)`` unit; its rows go to ``part{index}.db``."""
+    index, npu_source, bench_source = unit
+    return _pair_worker(npu_source, bench_source, options, rules, link, scratch / f"part{index}.db")
+
+
 def default_jobs(pairs: int) -> int:
     """Worker processes used when ``GraphOptions.jobs`` is not set."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -273,24 +324,15 @@ def _run_pairs(
             results.append(result)
             progress.step()
         return results
-    import shutil
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
     scratch = temp_dir(options.output, "graph")
     try:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {
-                pool.submit(_pair_worker, npu_source, bench_source, options, rules, link, scratch / f"part{i}.db"): i
-                for i, (npu_source, bench_source) in enumerate(pairs)
-            }
-            done: dict[int, PairResult] = {}
-            for future in as_completed(futures):
-                index = futures[future]
-                done[index] = future.result()
-                writer.copy_part(scratch / f"part{index}.db")
-                (scratch / f"part{index}.db").unlink()
-                progress.step()
-        results = [done[i] for i in range(len(pairs))]
+        units = [(i, npu_source, bench_source) for i, (npu_source, bench_source) in enumerate(pairs)]
+        for (index, _, _), result in zip(units, runtime.run_each(_pair_unit, units, options, rules, link, scratch,
+                                                                 workers=workers)):
+            results.append(result)
+            writer.copy_part(scratch / f"part{index}.db")
+            (scratch / f"part{index}.db").unlink()
+            progress.step()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return results
@@ -321,13 +363,15 @@ def _merged_graphs(kind: str, pairs, options: GraphOptions, rules, host: Host | 
     compare = options.golden is not None
     golden_sources: list[GraphSource] = []
     if compare:
-        kind_g, golden_sources = discover(options.golden)
+        kind_g, golden_sources = discover(options.golden, (host or default_host()).plan_compare)
         if kind_g != kind:
             raise InputError(f"has layout '{kind_g}' but the target path has layout '{kind}'", options.golden)
     jobs = [(s, NPU) for s, _ in pairs] + [(g, BENCH) for g in golden_sources]
-    built_all = build_graphs(jobs, 1)
-    npu_graphs = merge_side(built_all[: len(pairs)], options.merge[0], options.target)
-    bench_graphs = merge_side(built_all[len(pairs):], options.merge[-1], options.golden) if compare else []
+    built_all = build_graphs(jobs, host)
+    framework_rules = graph_rules(host)
+    npu_graphs = merge_side(built_all[: len(pairs)], options.merge[0], options.target, framework_rules)
+    bench_graphs = (merge_side(built_all[len(pairs):], options.merge[-1], options.golden, framework_rules)
+                    if compare else [])
     if compare and len(npu_graphs) != len(bench_graphs):
         raise InputError(
             f"merges into {len(bench_graphs)} graphs but the target merges into {len(npu_graphs)}; "
@@ -356,10 +400,11 @@ def run_graph(options: GraphOptions, host: Host | None = None) -> GraphRun:
     compare = options.golden is not None
     merged = bool(options.merge)
     rules = load_rules(options.overflow_rules) if options.overflow_check else None
+    plan = (host or default_host()).plan_compare
     if compare and not merged:
-        kind, pairs = pair_sources(options.target, options.golden)
+        kind, pairs = pair_sources(options.target, options.golden, plan)
     else:
-        kind, sources = discover(options.target)
+        kind, sources = discover(options.target, plan)
         pairs = [(s, None) for s in sources]
     progress = Progress(options.progress_log, len(pairs) + 1)
     if options.file_type == "json":

@@ -9,6 +9,7 @@ from operator import attrgetter
 from typing import Any
 
 from probe.formats.msprobe.dtypes import canonical_dtype
+from probe.formats.msprobe.names import NON_TENSOR_DTYPES
 from probe.model import NA, Row
 from probe.result import RowResult
 
@@ -132,7 +133,7 @@ def is_nan_or_inf(value: Any) -> bool:
     return False
 
 
-_NON_TENSOR_DTYPES = frozenset({"torch.Size", "slice", "ellipsis", "torch.ProcessGroup"})
+_NON_TENSOR_DTYPES = NON_TENSOR_DTYPES - {"N/A"}
 _STAT_NAMES = ("max", "min", "mean", "norm")
 _SPECIAL_TEXTS = frozenset({"nan", "inf", "+inf", "-inf"})
 

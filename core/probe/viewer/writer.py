@@ -25,6 +25,7 @@ import orjson
 from probe.errors import InputError
 from probe.io import atomic_write
 from probe.viewer.chart import chart_data, key_error, load_diagnosis
+from probe.regression.nway_data import nway_block
 from probe.viewer.page import encode, render_page
 
 #: above this much embedded graph data, each (step, rank) gets its own page (the selector links them)
@@ -80,6 +81,15 @@ def _open(db: Path) -> sqlite3.Connection:
     except sqlite3.DatabaseError as exc:
         raise InputError(f"is not a .vis.db graph file ({exc})", db) from None
     return conn
+
+
+def _auto_matches(conn: sqlite3.Connection, prefix: str) -> dict[str, tuple[float, str]]:
+    """``{node name: (confidence, why)}`` from ``tb_auto_match`` (graphs built with ``--auto-match``)."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tb_auto_match'").fetchone() is None:
+        return {}
+    rows = conn.execute("SELECT id, confidence, why FROM tb_auto_match WHERE substr(id, 1, ?) = ?",
+                        (len(prefix), prefix)).fetchall()
+    return {node_id[len(prefix):]: (float(conf), str(why or "")) for node_id, conf, why in rows}
 
 
 def load_payload(db: Path, step: int | None = None, rank: int | None = None) -> dict[str, Any]:
@@ -150,6 +160,10 @@ def load_payload(db: Path, step: int | None = None, rank: int | None = None) -> 
                 "micro": micro, "match": match, "stack": stack, "dist": dist, "merge": merge,
                 "nIn": n_in, "nOut": n_out, "rowNames": row_names, "rowSchemas": row_schemas, "rowValues": row_values,
             }
+            auto = _auto_matches(conn, f"{side}_{step}_{rank}_")
+            if auto:  # --auto-match: confidence and why of each automatic pair
+                sides[side]["auto"] = [auto.get(name, (None, None))[0] for name in names]
+                sides[side]["autoWhy"] = [auto.get(name, (None, None))[1] for name in names]
         if not sides:
             raise InputError(f"has no nodes for step {step} rank {rank}", db)
         return {
@@ -205,7 +219,10 @@ def load_page(db: Path, step: int | None = None, rank: int | None = None,
         payload = load_payload(db, s, r)
         series.append(payload.pop("series"))
         meta = meta or dict(payload["meta"])
+        nway = nway_block(db, s, r, payload)  # an N-way db: every target's verdict per golden node
         blobs[f"graph-{k}"] = encode(payload)
+        if nway is not None:
+            blobs[f"nway-{k}"] = encode(nway)
         graphs.append({"step": s, "rank": r})
     blobs = {"page-meta": {"meta": meta, "graphs": graphs}, **blobs}
     if diagnosis is not None and diagnosis.get("series"):
@@ -221,8 +238,9 @@ def load_page(db: Path, step: int | None = None, rank: int | None = None,
 def render_html(blobs: dict[str, Any]) -> str:
     """The HTML page of ``blobs`` (from :func:`load_page`)."""
     title = f"probe graph - {blobs['page-meta']['meta']['source']}"
-    return render_page("viewer.html", title, scripts=("common.js", "chart.js", "viewer.js"),
-                       styles=("viewer.css", "chart.css"), blobs=blobs)
+    nway = any(key.startswith("nway-") for key in blobs)
+    return render_page("viewer.html", title, scripts=("common.js", "chart.js", "viewer.js") + (("nway.js",) if nway else ()),
+                       styles=("viewer.css", "chart.css") + (("nway.css",) if nway else ()), blobs=blobs)
 
 
 def write_html(db: Path, output: Path | None = None, step: int | None = None, rank: int | None = None,
@@ -261,6 +279,8 @@ def write_html(db: Path, output: Path | None = None, step: int | None = None, ra
         for k, path in enumerate(paths):
             meta = {**blobs["page-meta"], "pages": names, "current": k}
             page = {"page-meta": meta, f"graph-{k}": blobs[f"graph-{k}"]}
+            if f"nway-{k}" in blobs:
+                page[f"nway-{k}"] = blobs[f"nway-{k}"]
             if "chart-data" in blobs:
                 page["chart-data"] = blobs["chart-data"]
             pages[path] = page

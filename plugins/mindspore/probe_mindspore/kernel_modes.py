@@ -19,6 +19,7 @@ from probe.api import METRIC_NAMES, SHAPE_UNMATCHED, compare_arrays
 from probe.api import UNMATCHED, RowResult
 
 from probe_mindspore.kernel_dump import KernelTensor
+from probe_mindspore.kernel_stages import kernel_item
 
 BASE_COLUMNS = [
     "NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape", "Bench Tensor Shape",
@@ -85,6 +86,11 @@ def accuracy(metrics: Sequence[Any]) -> str:
     return "Yes"
 
 
+def _items(pairs: Sequence[Pair]) -> list[tuple[KernelTensor | None, KernelTensor | None]]:
+    """The kernel items behind each pair's rows (``None`` for a missing side)."""
+    return [(kernel_item(p.target), kernel_item(p.golden) if p.golden is not None else None) for p in pairs]
+
+
 def _blank(value: Any) -> Any:
     return "" if value is None else value
 
@@ -97,7 +103,7 @@ class _KernelMode:
     tail_columns: list[str] = []
 
     def accepts(self, target: FlatDump, golden: FlatDump) -> bool:
-        return False  # chosen by the kernel job, never by auto detection of dump.json files
+        return False  # named by the kernel plans, never chosen by auto detection
 
     def columns(self, with_stack: bool, extra_metrics: Sequence[str]) -> list[str]:
         cols = BASE_COLUMNS + self.metric_columns + self.tail_columns + ["Result"]
@@ -133,17 +139,14 @@ class KernelNpyMode(_KernelMode):
     name = "kernel-npy"
     metric_columns = list(METRIC_NAMES)
 
-    def compute_items(self, pairs: list[tuple[KernelTensor | None, KernelTensor | None]], ctx: ModeContext) -> list[RowResult]:
-        """Load every pair and compute its row."""
+    def compute(self, pairs: Sequence[Pair], ctx: ModeContext) -> list[RowResult]:
+        """Load both sides of every pair (rows of :class:`KernelReader`) and compute its row."""
         results = []
-        for t_item, g_item in pairs:
+        for t_item, g_item in _items(pairs):
             results.append(self._one(t_item, g_item))
             if ctx.progress:
                 ctx.progress(1)
         return results
-
-    def compute(self, pairs: Sequence[Pair], ctx: ModeContext) -> list[RowResult]:
-        raise NotImplementedError("kernel modes compute kernel items (see KernelJob)")
 
     def _one(self, t_item: KernelTensor | None, g_item: KernelTensor | None) -> RowResult:
         arrays = []
@@ -232,12 +235,9 @@ class KernelStatisticMode(_KernelMode):
     tail_columns = ["NPU CSV File", "Bench CSV File"]
 
     def compute(self, pairs: Sequence[Pair], ctx: ModeContext) -> list[RowResult]:
-        raise NotImplementedError("kernel modes compute kernel items (see KernelJob)")
-
-    def compute_items(self, pairs: list[tuple[KernelTensor | None, KernelTensor | None]], ctx: ModeContext) -> list[RowResult]:
         """Compute every row from the statistics of both sides."""
         results = []
-        for t_item, g_item in pairs:
+        for t_item, g_item in _items(pairs):
             rows = [side_row(t_item), side_row(g_item)]
             pair = Pair(rows[0], rows[1] if g_item is not None else None)
             if t_item is None or g_item is None:

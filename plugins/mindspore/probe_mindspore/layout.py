@@ -6,24 +6,15 @@ Anything else is left to the built-in planner (dump files, rank/proc dirs, step 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from probe.api import parse_number_list, plan_default, select_plans as select_jobs
-from probe.api import InputError
-from probe.api import CompareRequest, ModeContext
-from probe.api import CompareResult
+from probe.api import CompareRequest, InputError, PairPlan, parse_number_list, plan_default
+from probe.api import select_plans
 
-from probe_mindspore.kernel_dump import (
-    KernelDir,
-    KernelLayout,
-    discover,
-    npy_items,
-    pair_items,
-    statistic_items,
-)
+from probe_mindspore.kernel_dump import KernelLayout
 from probe_mindspore.kernel_dump import looks_like_kernel_dump as _looks_like_kernel_dump
+from probe_mindspore.kernel_stages import PAIRER, READER, layout_of, side_kind
 
 log = logging.getLogger("probe")
 
@@ -35,8 +26,8 @@ def looks_like_kernel_dump(path: str | Path) -> bool:
     return _looks_like_kernel_dump(Path(path))
 
 
-def plan_mindspore(request: CompareRequest) -> list[Any] | None:
-    """Jobs for a mixed or kernel layout; ``None`` for layouts other planners own."""
+def plan_mindspore(request: CompareRequest) -> list[PairPlan] | None:
+    """Plans for a mixed or kernel layout; ``None`` for layouts other planners own."""
     if request.option("compare_mode", "auto") != "auto":
         return None  # e.g. -m torchair
     target, golden = request.target, request.golden
@@ -50,69 +41,29 @@ def plan_mindspore(request: CompareRequest) -> list[Any] | None:
     return None
 
 
-def plan_mixed(request: CompareRequest, shared: list[str]) -> list[Any]:
+def plan_mixed(request: CompareRequest, shared: list[str]) -> list[PairPlan]:
     """``graph/`` and ``pynative/`` compared separately, reports in matching sub-folders."""
     for name in MIXED_FOLDERS:
         if name not in shared and ((request.target / name).is_dir() or (request.golden / name).is_dir()):
             log.warning("%s/ exists on one side only, not compared", name)
-    jobs = []
+    plans = []
     for name in shared:
         sub = replace(request, target=request.target / name, golden=request.golden / name)
-        for job in plan_mindspore(sub) or select_jobs(plan_default(sub), sub):
-            subdir = f"{name}/{job.output_subdir}" if job.output_subdir else name
-            jobs.append(replace(job, output_subdir=subdir, label=f"{name}/{job.label}"))
-    return jobs
+        for plan in plan_mindspore(sub) or select_plans(plan_default(sub), sub):
+            subdir = f"{name}/{plan.output_subdir}" if plan.output_subdir else name
+            plans.append(replace(plan, output_subdir=subdir, label=f"{name}/{plan.label}"))
+    return plans
 
 
-@dataclass
-class KernelJob:
-    """Compare the kernel data of one (rank, step) of two native dumps."""
+def plan_kernel(request: CompareRequest) -> list[PairPlan]:
+    """One plan per (rank, step) found on both sides and selected by ``--rank``/``--step``.
 
-    label: str
-    rank: int
-    step: int
-    target_dirs: list[Path]
-    golden_dirs: list[Path]
-    graphs: dict[str, str] = field(default_factory=dict)
-    output_stem: str = ""
-    output_subdir: str = ""
-
-    def run(self, host: Any, request: CompareRequest, progress: Any = None) -> CompareResult:
-        t_dirs = [KernelDir(p, self.rank, self.step, self.graphs.get(str(p), "")) for p in self.target_dirs]
-        g_dirs = [KernelDir(p, self.rank, self.step, self.graphs.get(str(p), "")) for p in self.golden_dirs]
-        t_kind, g_kind = _side_kind(t_dirs), _side_kind(g_dirs)
-        if t_kind != g_kind:
-            raise InputError(
-                f"rank {self.rank} step {self.step}: target holds {t_kind} data but golden "
-                f"({self.golden_dirs[0]}) holds {g_kind} data", self.target_dirs[0],
-            )
-        read = npy_items if t_kind == "npy" else statistic_items
-        t_items = [item for d in t_dirs for item in read(d)]
-        g_items = [item for d in g_dirs for item in read(d)]
-        pairs = pair_items(t_items, g_items)
-        mode = host.modes.get("kernel-npy" if t_kind == "npy" else "kernel-statistic")
-        tick = progress(f"{self.label} compare", len(pairs)) if progress else None
-        ctx = ModeContext(target=None, golden=None, options=request.options, tensor_loaders=host.tensor_loaders.as_dict(), progress=tick)  # type: ignore[arg-type]
-        records = mode.compute_items(pairs, ctx)
-        result = CompareResult(label=self.label, mode=mode, records=records, options=request.options)
-        result.output_stem = self.output_stem
-        result.output_subdir = self.output_subdir
-        result.rank = self.rank
-        result.golden_only = sum(1 for t, _ in pairs if t is None)
-        result.problems.extend(r.extra["problem"] for r in records if r.extra_value("problem") is not None)
-        return result
-
-
-def _side_kind(dirs: list[KernelDir]) -> str:
-    kinds = {d.kind for d in dirs} - {"empty"}
-    return "npy" if "npy" in kinds else ("statistic" if kinds else "empty")
-
-
-def plan_kernel(request: CompareRequest) -> list[KernelJob]:
-    """One job per (rank, step) found on both sides and selected by ``--rank``/``--step``."""
+    Each plan reads the (rank, step) under both roots with the ``mindspore-kernel`` reader,
+    pairs with ``kernel-name`` and computes with ``kernel-npy`` or ``kernel-statistic``.
+    """
     ranks = parse_number_list(request.options.get("rank"), "rank")
     steps = parse_number_list(request.options.get("step"), "step")
-    layouts: list[KernelLayout] = [discover(request.target), discover(request.golden)]
+    layouts: list[KernelLayout] = [layout_of(request.target), layout_of(request.golden)]
     for layout in layouts:
         log.info("kernel dump %s: %s", layout.root, layout.describe())
         if layout.ignored:
@@ -141,17 +92,25 @@ def plan_kernel(request: CompareRequest) -> list[KernelJob]:
         if keys:
             log.warning("rank/step only in the %s dump, not compared: %s", side,
                         ", ".join(f"rank {r} step {s}" for r, s in sorted(keys)))
-    jobs = []
+    plans = []
     for rank, step in common:
-        t_dirs, g_dirs = t_layout.groups[(rank, step)], g_layout.groups[(rank, step)]
-        graphs = {str(d.path): d.graph for d in t_dirs + g_dirs}
-        jobs.append(KernelJob(
+        t_kind = side_kind(t_layout.groups[(rank, step)])
+        g_kind = side_kind(g_layout.groups[(rank, step)])
+        if t_kind != g_kind:
+            raise InputError(
+                f"rank {rank} step {step}: target holds {t_kind} data but golden "
+                f"({g_layout.groups[(rank, step)][0].path}) holds {g_kind} data", t_layout.groups[(rank, step)][0].path,
+            )
+        plans.append(PairPlan(
             label=f"rank{rank}/step{step}",
+            target=request.target,
+            golden=request.golden,
+            output_stem=f"compare_result_{rank}_{step}",
             rank=rank,
             step=step,
-            target_dirs=[d.path for d in t_dirs],
-            golden_dirs=[d.path for d in g_dirs],
-            graphs=graphs,
-            output_stem=f"compare_result_{rank}_{step}",
+            reader=READER,
+            pairers=(PAIRER,),
+            mode="kernel-npy" if t_kind == "npy" else "kernel-statistic",
+            options={"reader_args": {"rank": rank, "step": step}},
         ))
-    return jobs
+    return plans

@@ -40,6 +40,20 @@ def probe_register_mappers(register) -> None:
 
 
 @hookimpl
+def probe_register_readers(register) -> None:
+    from probe_mindspore.kernel_stages import KernelReader
+
+    register.add(KernelReader.name, KernelReader())
+
+
+@hookimpl
+def probe_register_pairers(register) -> None:
+    from probe_mindspore.kernel_stages import KernelNamePairer
+
+    register.add(KernelNamePairer.name, KernelNamePairer())
+
+
+@hookimpl
 def probe_register_modes(register) -> None:
     from probe_mindspore.kernel_modes import KernelNpyMode, KernelStatisticMode
 

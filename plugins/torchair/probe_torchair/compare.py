@@ -1,21 +1,25 @@
-"""TorchAir compare of one rank: find graphs and groups, pair tensors, compute rows."""
+"""TorchAir pairing and row computation: group GE dumps with graphs and golden groups, pair
+tensors token by token (:func:`build_pairs`), compute one report row (:func:`compute_row`).
+
+The stages in :mod:`probe_torchair.stages` call these.
+"""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from probe.api import InputError
 
 from probe_torchair import layout
-from probe_torchair.fxdump import FxOp, FxTensorRef, parse_name as parse_fx_name, read_token_dir
+from probe_torchair.fxdump import FxOp, parse_name as parse_fx_name, read_token_dir
 from probe_torchair.gedump import GeFormatError, GeOpFile, GeTensorRef
 from probe_torchair.graph import Graph
 from probe_torchair.match import BadFile, PairSpec, bad_file_spec, pair_with_fx, pair_with_ge, split_fused
 from probe_torchair.metrics import COMPARERS, MODE_COLUMNS, NA, Outcome
-from probe_torchair.report import DOCUMENTED_EXTRAS, columns
+from probe_torchair.report import DOCUMENTED_EXTRAS
 from probe_torchair.tensors import Loaded
 
 log = logging.getLogger("probe.torchair")
@@ -32,18 +36,6 @@ def normalize_mode(value: str | None) -> str | None:
     if mode not in MODES:
         raise InputError(f"metric mode {value!r} is not one of {', '.join(MODES)} for TorchAir")
     return mode
-
-
-@dataclass
-class RankReport:
-    """Rows of one rank, ready for the CSV writer."""
-
-    rank: int | None
-    mode: str
-    columns: list[str]
-    rows: list[list[object]]
-    problems: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -76,10 +68,11 @@ def _fx_keys(directory: Path) -> set[str]:
     return keys
 
 
-def _plan(graphs: list[Graph], targets: list[layout.GeGroup], golden_ge: list[layout.GeGroup] | None,
-          golden_fx: list[layout.FxGroup] | None, warnings: list[str]) -> list[_Unit]:
+def plan_units(graphs: list[Graph], targets: list[layout.GeGroup], golden_ge: list[layout.GeGroup] | None,
+               golden_fx: list[layout.FxGroup] | None, warnings: list[str],
+               fx_keys: Callable[[Path], set[str]] = _fx_keys) -> list[_Unit]:
     """Pair every GE group with its graph and golden group by content (names in common);
-    fall back to position when nothing matches."""
+    fall back to position when nothing matches. ``fx_keys`` lists the FX op keys of a token dir."""
     units: list[_Unit] = []
     fx_key_cache: dict[str, set[str]] = {}
     for position, group in enumerate(targets):
@@ -101,7 +94,7 @@ def _plan(graphs: list[Graph], targets: list[layout.GeGroup], golden_ge: list[la
                     return 0
                 first = fg.dirs[min(fg.dirs)]
                 if fg.key not in fx_key_cache:
-                    fx_key_cache[fg.key] = _fx_keys(first)
+                    fx_key_cache[fg.key] = fx_keys(first)
                 return len(graph_keys & fx_key_cache[fg.key])
 
             unit.golden_fx = _best(golden_fx, fx_score)
@@ -112,8 +105,9 @@ def _plan(graphs: list[Graph], targets: list[layout.GeGroup], golden_ge: list[la
 
 
 def build_pairs(unit: _Unit, token: int, ops: dict[str, GeOpFile], problems: dict[str, str],
-                warnings: list[str]) -> list[PairSpec]:
-    """Pair specs of one token of one unit, in report order."""
+                warnings: list[str],
+                read_fx: Callable[[Path], dict[str, FxOp]] = read_token_dir) -> list[PairSpec]:
+    """Pair specs of one token of one unit, in report order (``read_fx`` reads an FX token dir)."""
     dumped = set(ops)
     specs: list[PairSpec] = []
     if unit.golden_ge is not None:
@@ -127,24 +121,19 @@ def build_pairs(unit: _Unit, token: int, ops: dict[str, GeOpFile], problems: dic
         if fx_dir is None:
             warnings.append(f"token {token} of {unit.target.key} has no FX data")
             return []
-        fx: dict[str, FxOp] = read_token_dir(fx_dir)
+        fx: dict[str, FxOp] = read_fx(fx_dir)
         pair = lambda op: pair_with_fx(op, unit.graph, fx, dumped)  # noqa: E731
     for op in ops.values():
         try:
             specs.extend(pair(op))
         except BadFile as bad:
+            first = bad.path not in problems
             problems.setdefault(bad.path, bad.problem)
-            specs.append(bad_file_spec(op, bad.problem))
+            spec = bad_file_spec(op, bad.problem)
+            spec.problem_path, spec.problem, spec.first_problem = bad.path, bad.problem, first
+            specs.append(spec)
     specs.sort(key=lambda s: s.sort_key)
     return specs
-
-
-def _stats_only(ref: object) -> bool:
-    if isinstance(ref, GeTensorRef):
-        return ref.op.name.kind == "min_max"
-    if isinstance(ref, FxTensorRef):
-        return ref.name.min_max
-    return False
 
 
 def _load(ref, problems: dict[str, str]) -> tuple[Loaded | None, str]:
@@ -191,52 +180,3 @@ def compute_row(spec: PairSpec, mode: str, token: int, data_id: int,
         " ".join(reasons) if reasons else NA, outcome.result, accuracy,
         *(outcome.documented or (NA,) * len(DOCUMENTED_EXTRAS)),
     ]
-
-
-def compare_rank(target_dir: Path, golden_dir: Path, graph_root: Path, rank: int | None,
-                 golden_is_ge: bool, mode: str | None = None,
-                 token_offset: int | None = None, progress: Any = None, label: str = "torchair") -> RankReport:
-    """Compare one rank (or the whole dump when it has no ranks).
-
-    ``progress`` is the core's progress factory ``(label, total) -> advance(n)``.
-    """
-    paths = layout.graph_files(graph_root, rank)
-    if not paths and rank is not None:
-        paths = layout.graph_files(graph_root)
-    if not paths:
-        raise InputError(f"no {layout.GRAPH_PREFIX}*.txt graph file found", graph_root)
-    graphs = [Graph.read(p) for p in paths]
-    targets = layout.ge_groups(target_dir)
-    if not targets:
-        raise InputError("no GE dump files found", target_dir)
-    warnings: list[str] = []
-    if golden_is_ge:
-        golden_ge = layout.ge_groups(golden_dir)
-        if not golden_ge:
-            raise InputError("no GE dump files found in the golden dump", golden_dir)
-        units = _plan(graphs, targets, golden_ge, None, warnings)
-    else:
-        golden_fx = layout.fx_groups(golden_dir, token_offset)
-        if not golden_fx:
-            raise InputError("no FX dump (token directories of .npy files) found", golden_dir)
-        units = _plan(graphs, targets, None, golden_fx, warnings)
-    problems: dict[str, str] = {}
-    planned: list[tuple[int, list[PairSpec]]] = []
-    for unit in units:
-        for token in sorted(unit.target.tokens):
-            planned.append((token, build_pairs(unit, token, unit.target.tokens[token], problems, warnings)))
-    if mode is None:
-        stats = any(_stats_only(s.target) or _stats_only(s.golden) for _, specs in planned for s in specs)
-        mode = "statistics" if stats else "tensor"
-    rows: list[list[object]] = []
-    total = sum(len(specs) for _, specs in planned)
-    advance = progress(f"{label} compare", total) if progress is not None else (lambda n: None)
-    for token, specs in planned:
-        for spec in specs:
-            rows.append(compute_row(spec, mode, token, len(rows), problems))
-            advance(1)
-    for message in warnings:
-        log.warning("%s", message)
-    return RankReport(rank, mode, columns(mode), rows,
-                      [f"{path}: {problem}" for path, problem in problems.items()], warnings)
-

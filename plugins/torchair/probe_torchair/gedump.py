@@ -1,6 +1,7 @@
 """Reading GE dump files: the 8-byte header length, the DumpData header, the raw payload.
 
-Layout of one file (see the TorchAir section of the docs)::
+Layout of one file (see the TorchAir section of the docs; the header is decoded by the
+``protobuf`` library with the schema in :mod:`probe_torchair.dump_proto`)::
 
     uint64 LE  H          length of the header
     H bytes               protobuf DumpData with empty ``data`` fields
@@ -21,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from probe_torchair import dtypes, formats, wire
+from probe_torchair import dtypes, formats
+from probe_torchair.dump_proto import parse_dump_data
 from probe_torchair.tensors import Loaded, TensorRef
 
 HEADER_LEN = 8
@@ -102,20 +104,6 @@ class GeHeader:
     outputs: list[TensorDesc] = field(default_factory=list)
 
 
-def _shape(raw: list[int | bytes] | None) -> tuple[int, ...]:
-    if not raw:
-        return ()
-    value = raw[-1]
-    if not isinstance(value, bytes):
-        raise wire.WireError("shape should be a message")
-    return tuple(wire.unpack_varints(wire.parse_message(value).get(1, [])))
-
-
-# Field numbers of the common tensor fields: (size, original_shape) differ between messages.
-_INPUT_FIELDS = {"size": 5, "original_shape": 6}
-_OUTPUT_FIELDS = {"size": 6, "original_shape": 7}
-
-
 def read_header(path: Path) -> GeHeader:
     """Decode and validate the header of a GE dump file (the payload is not read)."""
     try:
@@ -136,34 +124,19 @@ def read_header(path: Path) -> GeHeader:
     except OSError as exc:
         raise GeFormatError(f"cannot read: {exc.strerror or exc}") from exc
     try:
-        fields = wire.parse_message(raw)
-        header = GeHeader(wire.first_str(fields, 6), wire.first_int(fields, 2))
-        offset = HEADER_LEN + length
-        for kind, number, names in (
-            ("inputs", 4, _INPUT_FIELDS),
-            ("outputs", 3, _OUTPUT_FIELDS),
-        ):
-            for index, blob in enumerate(fields.get(number, [])):
-                if not isinstance(blob, bytes):
-                    raise wire.WireError(f"{kind} entry should be a message")
-                tf = wire.parse_message(blob)
-                size = wire.first_int(tf, names["size"])
-                desc = TensorDesc(
-                    kind, index, wire.first_int(tf, 1), wire.first_int(tf, 2), _shape(tf.get(3)),
-                    _shape(tf.get(names["original_shape"])), 0, size,
-                )
-                getattr(header, kind).append(desc)
-        # Payload order is inputs, outputs, buffers, workspaces.
-        for desc_list in (header.inputs, header.outputs):
-            for i, desc in enumerate(desc_list):
-                desc_list[i] = TensorDesc(**{**desc.__dict__, "offset": offset})
-                offset += desc.size
-        for number, size_field in ((5, 3), (8, 3)):
-            for blob in fields.get(number, []):
-                if isinstance(blob, bytes):
-                    offset += wire.first_int(wire.parse_message(blob), size_field)
-    except wire.WireError as exc:
+        message = parse_dump_data(raw)
+    except ValueError as exc:
         raise GeFormatError(f"corrupt DumpData header: {exc}") from exc
+    header = GeHeader(message.op_name, message.dump_time)
+    # Payload order is inputs, outputs, buffers, workspaces.
+    offset = HEADER_LEN + length
+    for kind, tensors in (("inputs", message.input), ("outputs", message.output)):
+        descs = getattr(header, kind)
+        for index, tensor in enumerate(tensors):
+            descs.append(TensorDesc(kind, index, tensor.data_type, tensor.format, tuple(tensor.shape.dim),
+                                    tuple(tensor.original_shape.dim), offset, tensor.size))
+            offset += tensor.size
+    offset += sum(b.size for b in message.buffer) + sum(s.size for s in message.space)
     if offset > file_size:
         raise GeFormatError(f"truncated: the header announces {offset} bytes, the file has {file_size}")
     return header

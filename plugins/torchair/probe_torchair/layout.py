@@ -63,6 +63,15 @@ def has_graph_files(root: Path) -> bool:
     return False
 
 
+def has_min_max_files(root: Path) -> bool:
+    """Whether ``root`` holds min/max info files (GE ``*_min_max.npz``, FX ``*_min_max.npy``):
+    then a TorchAir compare can only compare statistics."""
+    for _dirpath, _dirnames, filenames in os.walk(root):
+        if any(n.endswith(("_min_max.npz", "_min_max.npy")) for n in filenames):
+            return True
+    return False
+
+
 def _token_number(name: str) -> int:
     return int(name) if name.isdigit() else 0
 

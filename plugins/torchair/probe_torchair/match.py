@@ -25,6 +25,11 @@ class PairSpec:
     target_label: str
     golden_label: str
     reason: str = ""
+    problem_path: str = ""
+    """The unreadable file this row stands for (pairing found it), and the problem."""
+    problem: str = ""
+    first_problem: bool = False
+    """Whether this row is the first that met ``problem_path`` (it reports the problem)."""
 
 
 class BadFile(Exception):

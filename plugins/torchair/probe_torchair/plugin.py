@@ -19,9 +19,6 @@ def _is_torchair(request: Any) -> bool:
 @hookimpl
 def probe_add_compare_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("TorchAir (-m torchair)")
-    if "--rank" not in parser._option_string_actions:  # another plugin may own --rank
-        group.add_argument("--rank", dest="rank", default=None, metavar="R[,R]",
-                           help="ranks to compare (default: every rank found on both sides)")
     group.add_argument("--torchair-layout", dest="torchair_layout", choices=("documented", "26.2"),
                        default=None,
                        help="report columns: 'documented' (default; API Name, Data Name, Cosine, EucDist, "
@@ -37,7 +34,7 @@ def probe_add_compare_options(parser: argparse.ArgumentParser) -> None:
 def probe_plan_compare(request: Any) -> list[Any] | None:
     if not _is_torchair(request):
         return None
-    from probe_torchair.jobs import plan
+    from probe_torchair.planner import plan
     from probe.api import parse_number_list
 
     return plan(
@@ -45,7 +42,31 @@ def probe_plan_compare(request: Any) -> list[Any] | None:
         ranks=sorted(parse_number_list(request.option("rank"), "rank") or []) or None,
         mode=request.option("metric_mode"),
         token_offset=request.option("fx_token_offset"),
+        layout=request.option("torchair_layout"),
     )
+
+
+@hookimpl
+def probe_register_readers(register: Any) -> None:
+    from probe_torchair.stages import FxReader, GeReader
+
+    register.add(GeReader.name, GeReader())
+    register.add(FxReader.name, FxReader())
+
+
+@hookimpl
+def probe_register_pairers(register: Any) -> None:
+    from probe_torchair.stages import TokenPairer
+
+    register.add(TokenPairer.name, TokenPairer())
+
+
+@hookimpl
+def probe_register_modes(register: Any) -> None:
+    from probe_torchair.stages import MODES
+
+    for mode in MODES:
+        register.add(mode.name, mode)
 
 
 @hookimpl

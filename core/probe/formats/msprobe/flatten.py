@@ -204,13 +204,19 @@ def flatten_entry(name: str, body: Any, kind: str, out: RowList) -> None:
         _walk(section, f"{name}.{prefix}", name, state, out, 1)
 
 
-def flatten_entries(entries: Iterable[tuple[str, Any]], debug: bool = False) -> tuple[RowList, list[str], int]:
-    """Flatten all entries; return ``(rows, skipped entry names, entry count)``."""
+def flatten_entries(
+    entries: Iterable[tuple[str, Any]], debug: bool = False, names: list[str] | None = None
+) -> tuple[RowList, list[str], int]:
+    """Flatten all entries; return ``(rows, skipped entry names, entry count)``.
+
+    ``names``, when given, receives every entry name in file order (skipped ones too)."""
     rows = RowList()
     skipped: list[str] = []
     count = 0
     for name, body in entries:
         count += 1
+        if names is not None:
+            names.append(name)
         if debug:
             flatten_entry(name, body, "debug", rows)
             continue

@@ -21,3 +21,21 @@ NON_TENSOR_DTYPES = frozenset({"N/A", "torch.Size", "slice", "ellipsis", "torch.
 
 MINDSPORE_PREFIXES = ("Mint.", "MintFunctional.", "Cell.", "Primitive.", "Jit.")
 """Entry names only MindSpore dumps have."""
+
+CONSTRUCT_MICRO_STEP_KEY = "megatron_micro_step_number"
+"""Key of construct.json that, when present, turns every value into ``[parent, micro step]``."""
+
+TENSOR_TYPES = {"mindspore": "mindspore.Tensor"}
+"""``type`` msProbe writes for a tensor leaf, by framework (others: :data:`DEFAULT_TENSOR_TYPE`)."""
+DEFAULT_TENSOR_TYPE = "torch.Tensor"
+
+
+def tensor_type(framework: str) -> str:
+    """The ``type`` of a tensor leaf in a dump of ``framework``."""
+    return TENSOR_TYPES.get(framework, DEFAULT_TENSOR_TYPE)
+
+API_PREFIXES = (
+    "Tensor.", "Torch.", "Functional.", "NPU.", "VF.", "Distributed.", "Aten.", "Mint.",
+    "Primitive.", "Jit.", "MintFunctional.", "MindSpeed.",
+)
+"""Entry-name categories of API calls (the rest are modules / cells), both dumpers."""

@@ -63,13 +63,14 @@ class MsprobeJsonReader:
     def load(self, path: Path, with_stack: bool = True) -> FlatDump:
         """Read, validate and flatten the dump at ``path`` (and the stack.json beside it)."""
         info, entries = self.read(path)
+        names: list[str] = []
         try:
-            rows, skipped, count = flatten_entries(entries, debug=info.kind == "debug")
+            rows, skipped, count = flatten_entries(entries, debug=info.kind == "debug", names=names)
         except InputError as exc:
             raise InputError(exc.problem, path) from None
         if not info.framework_declared:
             info = _infer_framework(info, rows)
-        dump = FlatDump(info=info, rows=rows, entry_count=count)
+        dump = FlatDump(info=info, rows=rows, entry_count=count, entries=names)
         dump.has_md5 = rows.has_md5
         dump.skipped_entries = skipped
         if with_stack:

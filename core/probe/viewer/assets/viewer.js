@@ -61,6 +61,7 @@
   function main(DATA) {
   const META = Object.assign({}, PAGE_META.meta, DATA.meta);
   const COMPARE = META.graphType === "compare";
+  const REVIEW = 0.8;  // automatic pairs below this confidence are marked for review
   const SIDES = Object.keys(DATA.sides);
   const PAGE = 400; // children rendered per "show more"
   const OVERFLOW_COLORS = { medium: "rgb(230,243,254)", high: "rgb(141,197,248)", critical: "rgb(22,104,220)" };
@@ -186,6 +187,11 @@
     row.append(el("span", { className: "toggle", text: hasKids ? (s.expanded[i] ? "▾" : "▸") : "" }), el("span", { className: "label", text: label(side, i) }));
     if (s.overflow[i]) row.append(el("span", { className: "badge", title: "overflow level", text: s.overflow[i] }));
     if (s.dist[i]) row.append(el("span", { className: "badge", text: "comm" }));
+    if (s.auto && s.auto[i] != null) {  // --auto-match: a pair made automatically, low confidence marked for review
+      const review = s.auto[i] < REVIEW;
+      if (review) row.classList.add("review");
+      row.append(el("span", { className: "badge auto" + (review ? " review" : ""), title: s.autoWhy[i] || "", text: `${review ? "review" : "auto"} ${s.auto[i].toFixed(2)}` }));
+    }
     const own = s.match[i] == null ? 0 : RANK[verdictOf(s.precision[i])] || 0;
     if (hasKids && s.worst[i] > 1 && s.worst[i] > own) {
       const v = RANKED[s.worst[i]];
@@ -293,7 +299,7 @@
     state.selected = [side, i];
     showDetails(side, i, note);
     if (chartView) chartView.mark(META.step, META.rank, G[side].names[i]); // where it is along the network
-    if (COMPARE && G[side].match[i] == null) pickForMatch(side, i);
+    if (COMPARE && (G[side].match[i] == null || (G.NPU && G.NPU.auto))) pickForMatch(side, i);  // automatic pairs can be re-picked
   }
 
   // ---------------------------------------------------------------- details
@@ -374,6 +380,10 @@
     if (COMPARE) {
       info.append("; match: ", j !== undefined ? G[other(side)].names[j] : el("b", { text: "unmatched" }), "; verdict: ", el("b", { id: "details-verdict", text: verdictOf(prec) || "n/a" }));
       if (s.worst[i] > 1) info.append(`; worst inside: ${RANKED[s.worst[i]]}`);
+      const A = G[npuSide];
+      if (ni !== undefined && A.auto && A.auto[ni] != null) {
+        info.append("; ", el("b", { id: "details-auto", text: `automatic match, confidence ${A.auto[ni].toFixed(2)}${A.auto[ni] < REVIEW ? " (review)" : ""}` }), `: ${A.autoWhy[ni] || ""}`);
+      }
     }
     if (s.overflow[i]) info.append("; overflow level: ", el("b", { text: s.overflow[i] }));
     const parts = [el("h3", { id: "details-name", text: s.names[i] })];
@@ -502,12 +512,29 @@
     return groups;
   }
   function yamlKey(text) { return /^[A-Za-z0-9_.\-]+$/.test(text) ? text : JSON.stringify(text); }
+  function listPair(pair) {  // pair: [npu name, bench name, npu index, bench index, auto confidence | null]
+    const li = pair[5] || document.createElement("li");
+    const conf = pair[4];
+    li.textContent = conf == null ? `${pair[0]} → ${pair[1]}` : `${pair[0]} → ${pair[1]} (auto ${conf.toFixed(2)}${conf < REVIEW ? ", review" : ""})`;
+    li.className = conf == null ? "manual" : conf < REVIEW ? "auto review" : "auto";
+    pair[5] = li;
+    if (!li.parentNode) $("pair-list").appendChild(li);
+  }
+  function proposeAutoPairs() {  // manual matching starts from the automatic proposal
+    const N = G.NPU, B = G.Bench;
+    if (!COMPARE || !N || !B || !N.auto) return;
+    for (let i = 0; i < N.names.length; i++) {
+      const bi = N.auto[i] != null && N.match[i] != null ? B.index.get(N.match[i]) : undefined;
+      if (bi !== undefined) { const pair = [N.names[i], B.names[bi], i, bi, N.auto[i]]; state.pairs.push(pair); listPair(pair); }
+    }
+    $("export-yaml").disabled = state.pairs.length === 0;
+  }
   $("add-pair").onclick = () => {
     const a = G.NPU.names[state.pick.NPU], b = G.Bench.names[state.pick.Bench];
-    if (!state.pairs.some((p) => p[0] === a)) state.pairs.push([a, b, state.pick.NPU, state.pick.Bench]);
-    const li = document.createElement("li");
-    li.textContent = `${a} → ${b}`;
-    $("pair-list").appendChild(li);
+    const pair = [a, b, state.pick.NPU, state.pick.Bench, null];
+    const old = state.pairs.findIndex((p) => p[0] === a);
+    if (old >= 0) { pair[5] = state.pairs[old][5]; state.pairs[old] = pair; } else state.pairs.push(pair);  // a manual pair replaces the proposal
+    listPair(pair);
     state.pick = { NPU: null, Bench: null };
     $("pick-npu").textContent = "-"; $("pick-bench").textContent = "-";
     for (const r of document.querySelectorAll(".row.picked")) r.classList.remove("picked");
@@ -516,8 +543,8 @@
   };
   function mappingYaml() {
     const lines = ["# target (NPU) name: golden (bench) name", "# node pairs picked in the probe viewer, then their rows, paired by position"];
-    for (const [a, b, ni, bi] of state.pairs) {
-      lines.push(`${yamlKey(a)}: ${yamlKey(b)}`);
+    for (const [a, b, ni, bi, conf] of state.pairs) {
+      lines.push(`${yamlKey(a)}: ${yamlKey(b)}` + (conf == null ? "" : `  # auto, confidence ${conf.toFixed(3)}`));
       const na = { ...items(G.NPU, ni, false), ...items(G.NPU, ni, true) };
       const nb = { ...items(G.Bench, bi, false), ...items(G.Bench, bi, true) };
       const ga = groupKeys(na), gb = groupKeys(nb);
@@ -571,6 +598,7 @@
   $("legend").replaceChildren(...legend);
   buildPanes();
   runFilters();
+  proposeAutoPairs();
   return { jump };
   }
 })();

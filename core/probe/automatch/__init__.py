@@ -1,0 +1,1 @@
+"""Automatic matching of rows whose names differ (``--auto-match``, ``probe match``)."""
