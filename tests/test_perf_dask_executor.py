@@ -34,3 +34,25 @@ def test_unknown_executor_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(InputError, match="unknown executor"):
         compare(DUMPS / "target", DUMPS / "golden", tmp_path, executor="slurm")
+
+
+TENSOR = Path(__file__).parent / "data" / "pytorch" / "tensor_mix_cnn"
+
+
+def test_one_rank_split_by_row_ranges_over_a_dask_cluster_writes_the_same_bytes(tmp_path: Path) -> None:
+    distributed = pytest.importorskip("dask.distributed")
+    target = next((TENSOR / "target").rglob("dump.json"))
+    golden = TENSOR / "golden" / target.relative_to(TENSOR / "target")
+    serial = compare(target, golden, tmp_path / "serial", jobs=1, analyze=False)
+    with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        with distributed.get_task_stream(client) as stream:
+            split = compare(target, golden, tmp_path / "dask", jobs=3, analyze=False,
+                            executor="dask", scheduler=cluster.scheduler_address)
+    assert len(split) == 1 and len(serial[0]) > 20
+    ranges = [task for task in stream.data if "compute_chunk" in task["key"]]
+    assert len(ranges) >= 3  # one rank, several row ranges
+    assert len({task["worker"] for task in ranges}) >= 2  # on more than one worker
+    (serial_csv,) = (tmp_path / "serial").rglob("*.csv")
+    (split_csv,) = (tmp_path / "dask").rglob("*.csv")
+    assert split_csv.read_bytes() == serial_csv.read_bytes()

@@ -6,8 +6,9 @@ import csv
 import math
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
+from functools import partial
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import orjson
 
 from probe import runtime
 from probe.cells import SUSPECT_START, safe_cell, safe_row
+from probe.csvtext import csv_lines, safe_cells
 from probe.io import atomic_path, atomic_write, temp_file
 from probe.modes.common import STACK_COLUMN, STAT_COLUMNS
 from probe.result import CompareResult
@@ -29,6 +31,8 @@ SPLIT_MIN_ROWS = 20_000
 XLSX_MAX_ROWS = 1_048_500
 HIGHLIGHT_COLUMN = "Highlight"
 _INF = math.inf
+COLUMN_CHUNK = 8192
+"""Rows rendered together when a mode renders whole columns (bounded memory, bulk speed)."""
 
 
 def neutralise_formula(value: str) -> str:
@@ -51,6 +55,20 @@ def _rows(result: CompareResult, inf_text: tuple[str, str]) -> Iterator[list[Any
         yield [safe_cell(v) if v.__class__ is str and (v[:1] in starts or "\r" in v) else v for v in row]
 
 
+def _column_rows(result: CompareResult, inf_text: tuple[str, str]) -> Iterator[list[Any]]:
+    """:func:`_rows` of a result whose mode renders whole columns, a chunk at a time."""
+    columns = result.columns
+    stat_index = {columns.index(c) for c in STAT_COLUMNS if c in columns}
+    for begin in range(0, len(result), COLUMN_CHUNK):
+        table = result.table_columns(begin, begin + COLUMN_CHUNK)
+        safe = [safe_cells(col, i in stat_index, inf_text) for i, col in enumerate(table)]
+        yield from map(list, zip(*safe))
+
+
+def _renders_columns(result: CompareResult) -> bool:
+    return getattr(result.mode, "render_columns", None) is not None and not result.extra_columns
+
+
 class CsvExporter:
     """UTF-8 CSV without BOM, minimal quoting, split into ``_part_N`` files past 1M rows."""
 
@@ -60,16 +78,36 @@ class CsvExporter:
 
     def write(self, result: CompareResult, path: Path) -> list[Path]:
         columns = result.columns
+        if _renders_columns(result):
+            return self._write_columns(result, path, columns)
         stack = columns.index(STACK_COLUMN) if STACK_COLUMN in columns else None
         if len(result) <= self.max_rows:
             if len(result) >= SPLIT_MIN_ROWS and runtime.allowed():
-                return [_write_split(path, columns, result, stack)]
+                return [_write_split(path, columns, result, partial(_row_body, stack=stack))]
             return [self._write_file(path, columns, _rows(result, CSV_INF), stack)]
         rows = _rows(result, CSV_INF)
         written = []
         for index in range(1, math.ceil(len(result) / self.max_rows) + 1):
             part = path.with_name(f"{path.stem}_part_{index}{path.suffix}")
             written.append(self._write_file(part, columns, islice(rows, self.max_rows), stack))
+        return written
+
+    def _write_columns(self, result: CompareResult, path: Path, columns: list[str]) -> list[Path]:
+        """Write a report whose mode renders whole columns (see :mod:`probe.csvtext`)."""
+        total = len(result)
+        header = csv_lines([[c] for c in safe_row(columns)])
+        ranges = [(0, total)] if total <= self.max_rows else [
+            (start, min(total, start + self.max_rows)) for start in range(0, total, self.max_rows)]
+        if len(ranges) == 1 and total >= SPLIT_MIN_ROWS and runtime.allowed():
+            return [_write_split(path, columns, result, partial(_column_body, columns=columns))]
+        written = []
+        for index, (start, stop) in enumerate(ranges, 1):
+            part = path if len(ranges) == 1 else path.with_name(f"{path.stem}_part_{index}{path.suffix}")
+            out = atomic_write(part, "w", encoding="utf-8", newline="")
+            with out as handle:
+                handle.write(header)
+                _write_column_range(handle, result, columns, start, stop)
+            written.append(out.path)
         return written
 
     @staticmethod
@@ -81,6 +119,14 @@ class CsvExporter:
         return out.path
 
 
+def _write_column_range(handle: Any, result: CompareResult, columns: list[str], start: int, stop: int) -> None:
+    """CSV lines of rows ``start:stop`` of ``result``, rendered a chunk of columns at a time."""
+    stat_index = [columns.index(c) for c in STAT_COLUMNS if c in columns]
+    for begin in range(start, stop, COLUMN_CHUNK):
+        table = result.table_columns(begin, min(stop, begin + COLUMN_CHUNK))
+        handle.write(csv_lines(table, stat_index, CSV_INF))
+
+
 def _write_body(handle: Any, rows: Iterable[list[Any]], stack: int | None) -> None:
     """The CSV lines of ``rows`` (no header)."""
     if stack is None:
@@ -89,21 +135,22 @@ def _write_body(handle: Any, rows: Iterable[list[Any]], stack: int | None) -> No
         _write_with_stacks(handle, rows, stack)
 
 
-def _write_split(path: Path, columns: list[str], result: CompareResult, stack: int | None) -> Path:
+def _write_split(path: Path, columns: list[str], result: CompareResult,
+                 body: Callable[[Any, CompareResult], None]) -> Path:
     """Write one CSV file with two processes: a forked child renders the second half of the
     rows into a temporary file while this process renders the first half; the child's text
     is then appended. Rows are rendered independently, so the bytes equal a serial write.
-    Returns the name used.
+    ``body(handle, part)`` writes the lines of a part of the result. Returns the name used.
     """
     half = len(result) // 2
     tail = str(temp_file(path, ".tail"))
     try:
-        child = runtime.start(_write_tail, tail, replace(result, records=result.records[half:]), stack)
+        child = runtime.start(_write_tail, tail, replace(result, records=result.records[half:]), body)
         out = atomic_write(path, "w", encoding="utf-8", newline="")
         try:
             with out as handle:
                 csv.writer(handle, lineterminator="\n").writerow(safe_row(columns))
-                _write_body(handle, _rows(replace(result, records=result.records[:half]), CSV_INF), stack)
+                body(handle, replace(result, records=result.records[:half]))
                 child.result()
                 handle.flush()
                 with open(tail, "rb") as source:
@@ -116,10 +163,20 @@ def _write_split(path: Path, columns: list[str], result: CompareResult, stack: i
     return out.path
 
 
-def _write_tail(path: str, result: CompareResult, stack: int | None) -> None:
+def _write_tail(path: str, result: CompareResult, body: Callable[[Any, CompareResult], None]) -> None:
     """The second half of :func:`_write_split` (runs in the forked child)."""
     with open(path, "w", encoding="utf-8", newline="") as handle:
-        _write_body(handle, _rows(result, CSV_INF), stack)
+        body(handle, result)
+
+
+def _row_body(handle: Any, result: CompareResult, stack: int | None) -> None:
+    """CSV lines of ``result`` rendered row by row."""
+    _write_body(handle, _rows(result, CSV_INF), stack)
+
+
+def _column_body(handle: Any, result: CompareResult, columns: list[str]) -> None:
+    """CSV lines of ``result`` rendered a chunk of columns at a time."""
+    _write_column_range(handle, result, columns, 0, len(result))
 
 
 class _Lines(list):
@@ -179,7 +236,7 @@ class XlsxExporter:
         total = len(result)
         sheets = max(1, math.ceil(total / self.max_rows))
         per_sheet = math.ceil(total / sheets) if total else 0
-        rows = _rows(result, ("inf", "-inf"))
+        rows = _column_rows(result, ("inf", "-inf")) if _renders_columns(result) else _rows(result, ("inf", "-inf"))
         out = atomic_path(path)
         with out as tmp, XlsxWriter(tmp) as book:
             for index in range(sheets):

@@ -91,11 +91,14 @@ def run_compare(
         on_plan(len(units))
     # plans run in parallel workers; inside each worker tensor loading stays serial
     inner = CompareRequest(**{**request.__dict__, "jobs": 1})
+    executor = request.options.get("executor") or "process"
+    if executor == "dask" and len(units) == 1:
+        executor = "process"  # one rank: it runs here and its rows are split over the cluster (modes)
     outcomes: list[JobOutcome] = []
     for outcome in runtime.run_each(
         run_unit_in_worker, units, inner, keep,
-        workers=1 if request.options.get("in_process") else request.jobs,
-        executor=request.options.get("executor") or "process", address=request.options.get("scheduler"),
+        workers=1 if request.options.get("in_process") or len(units) == 1 else request.jobs,
+        executor=executor, address=request.options.get("scheduler"),
         local=lambda plan: run_unit(plan, request, keep, host, progress),
     ):
         outcomes.append(outcome)

@@ -153,6 +153,14 @@ class CompareResult:
                 row.extend(record.extra_value(column, "") for column in extra)
             yield row
 
+    def table_columns(self, start: int = 0, stop: int | None = None) -> list[list[Any]] | None:
+        """Display values of rows ``start:stop`` as columns aligned with :attr:`columns`,
+        when the mode renders whole columns (``render_columns``); ``None`` otherwise."""
+        render_columns = getattr(self.mode, "render_columns", None)
+        if render_columns is None or self.extra_columns:
+            return None
+        return render_columns(self.records[start:stop], self.with_stack)
+
     def as_dicts(self) -> list[dict[str, Any]]:
         """Every row as ``{column: value}``."""
         columns = self.columns

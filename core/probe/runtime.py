@@ -218,6 +218,16 @@ def run_each(
 def _dask_each(func: Callable[..., Any], units: Sequence[Any], args: tuple[Any, ...], workers: int,
                address: str | None) -> Iterator[Any]:
     """``run_each`` on a dask cluster; every worker writes its own report files."""
+    with _dask_client(workers, address) as client:
+        futures = [client.submit(func, unit, *args, pure=False) for unit in units]
+        for future in futures:
+            yield future.result()
+
+
+@contextmanager
+def _dask_client(workers: int, address: str | None) -> Iterator[Any]:
+    """A dask client of the cluster at ``address`` (else ``DASK_SCHEDULER_ADDRESS``, else a
+    local cluster of ``workers`` single-threaded processes, closed on leaving)."""
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
@@ -231,21 +241,29 @@ def _dask_each(func: Callable[..., Any], units: Sequence[Any], args: tuple[Any, 
                                dashboard_address=None)
         client = Client(cluster)
     try:
-        futures = [client.submit(func, unit, *args, pure=False) for unit in units]
-        for future in futures:
-            yield future.result()
+        yield client
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
 
 
-def parallel_map(func: Callable[..., list[Any]], chunks: Sequence[Any], *args: Any, workers: int = 1) -> Iterator[list[Any]]:
+def parallel_map(func: Callable[..., list[Any]], chunks: Sequence[Any], *args: Any, workers: int = 1,
+                 executor: str = "process", address: str | None = None) -> Iterator[list[Any]]:
     """Yield ``func(chunk, *args)`` for every chunk, in order, over up to ``workers`` processes.
 
     ``func`` and ``args`` must pickle (module-level functions, plain data); chunks run in
-    this process when ``workers`` is 1 or there is a single chunk.
+    this process when ``workers`` is 1 or there is a single chunk. With ``executor="dask"``
+    the chunks (e.g. row ranges of one huge rank) run on a dask cluster (``address``, else
+    ``DASK_SCHEDULER_ADDRESS``, else a local cluster of ``workers`` processes); results
+    still come back in chunk order, so the report equals a serial run's.
     """
+    if executor == "dask" and chunks:
+        with _dask_client(workers, address) as client:
+            futures = [client.submit(func, chunk, *args, pure=False) for chunk in chunks]
+            for future in futures:
+                yield future.result()
+        return
     if workers <= 1 or len(chunks) < 2:
         for chunk in chunks:
             yield func(chunk, *args)

@@ -50,7 +50,8 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     io.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
                     help="parallel processes for ranks and tensor loading (default: CPU count)")
     io.add_argument("--executor", choices=("process", "dask"), default=None,
-                    help="where rank jobs run: local processes (default) or a dask cluster (pip install 'probe[dask]')")
+                    help="where rank jobs run: local processes (default) or a dask cluster (pip install 'probe[dask]'); "
+                         "a single tensor-mode rank is split into row ranges over the cluster")
     io.add_argument("--rank", dest="rank", default=None, metavar="N[,N]",
                     help="ranks to compare, comma separated (default: every rank found on both sides)")
     io.add_argument("--step", dest="step", default=None, metavar="N[,N]",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
 from probe.formats.msprobe.dtypes import canonical_dtype
@@ -192,6 +194,47 @@ def is_output(row: Row) -> bool:
 def same_dtype(target: str, golden: str) -> bool:
     """Whether two dtype strings name the same dtype (framework spellings allowed)."""
     return canonical_dtype(target) == canonical_dtype(golden)
+
+
+def common_columns(records: Sequence[RowResult]) -> list[list[Any]]:
+    """:func:`common_cells` of every record, as eight columns."""
+    targets = [r.pair.target for r in records]
+    goldens = [r.pair.golden for r in records]
+    columns = []
+    for attr in ("name", "dtype", "shape", "requires_grad"):
+        get = attrgetter(attr)
+        columns.append(list(map(get, targets)))
+        columns.append([NA if g is None else get(g) for g in goldens])
+    return columns
+
+
+def stat_columns(records: Sequence[RowResult], display_columns: Any) -> list[list[Any]]:
+    """:func:`stat_cells` of every record, as eight columns (``display_columns`` shows four)."""
+    pairs = [r.pair for r in records]
+    columns = display_columns([p.target.stats for p in pairs])
+    goldens = [p.golden for p in pairs]
+    if None not in goldens:
+        return columns + display_columns([g.stats for g in goldens])
+    matched = [i for i, g in enumerate(goldens) if g is not None]
+    shown = display_columns([goldens[i].stats for i in matched])
+    for values in shown:
+        column = [NA] * len(goldens)
+        for i, value in zip(matched, values):
+            column[i] = value
+        columns.append(column)
+    return columns
+
+
+def tail_columns(records: Sequence[RowResult], with_stack: bool) -> list[list[Any]]:
+    """Requires_grad Consistent, Result, Err_message [and the stack] of every record."""
+    columns = [
+        list(map(requires_grad_consistent, records)),
+        [r.verdict for r in records],
+        list(map(err_message, records)),
+    ]
+    if with_stack:
+        columns.append([r.extra_value("stack", NA) for r in records])
+    return columns
 
 
 def render_cells(row: RowResult, with_stack: bool, with_stats: bool = True) -> list[Any]:

@@ -57,3 +57,12 @@ class Md5Mode:
 
     def render(self, row: RowResult, with_stack: bool) -> list[Any]:
         return common.render_cells(row, with_stack, with_stats=False)
+
+    def render_columns(self, records: Sequence[RowResult], with_stack: bool) -> list[list[Any]]:
+        """The report as columns (what :meth:`render` gives row by row)."""
+        columns = common.common_columns(records)
+        metrics = [r.metrics for r in records]
+        columns.append([m[0] for m in metrics])
+        columns.append([m[1] for m in metrics])
+        columns.extend(common.tail_columns(records, with_stack))
+        return columns

@@ -236,6 +236,36 @@ class StatisticsMode:
     def render(self, row: RowResult, with_stack: bool) -> list[Any]:
         return common.render_cells(row, with_stack)
 
+    def render_columns(self, records: Sequence[RowResult], with_stack: bool) -> list[list[Any]]:
+        """The report as columns: what :meth:`render` gives row by row, the differences
+        computed for all matched rows at once (see :mod:`probe.modes.stat_columns`)."""
+        from probe.modes.stat_columns import difference_columns, stat_display_columns  # numpy: when reports render
+
+        columns = common.common_columns(records)
+        metrics: list[list[Any]] = [[NA] * len(records) for _ in range(8)]
+        lazy = [i for i, r in enumerate(records)
+                if r.__class__ is StatRowResult and _STORED_METRICS.__get__(r, RowResult) is None]
+        if lazy:
+            pairs = [records[i].pair for i in lazy]
+            computed = difference_columns([p.target.stats for p in pairs], [p.golden.stats for p in pairs],
+                                          stat_difference)
+            if len(lazy) == len(records):
+                metrics = computed
+            else:
+                for column, values in zip(metrics, computed):
+                    for i, value in zip(lazy, values):
+                        column[i] = value
+        if len(lazy) < len(records):
+            lazy_set = set(lazy)
+            for i, r in enumerate(records):
+                if i not in lazy_set:
+                    for column, value in zip(metrics, r.metrics):
+                        column[i] = value
+        columns.extend(metrics)
+        columns.extend(common.stat_columns(records, stat_display_columns))
+        columns.extend(common.tail_columns(records, with_stack))
+        return columns
+
 
 def judge_group(group: list[RowResult], cross_rules) -> None:
     """Apply the shared rules to the rows of one entry.
@@ -290,7 +320,8 @@ def judge_group(group: list[RowResult], cross_rules) -> None:
             and t.stats[0] != g.stats[0]
         ):
             r.raise_to(ERROR, common.MSG_SCALAR)
-        if not common.same_dtype(t.dtype, g.dtype) and "qkv" not in g.name and "gate_up" not in g.name:
+        if (t.dtype != g.dtype and not common.same_dtype(t.dtype, g.dtype)
+                and "qkv" not in g.name and "gate_up" not in g.name):
             r.raise_to(ERROR, common.MSG_DTYPE)
         if t.shape != g.shape:
             r.raise_to(ERROR, common.MSG_SHAPE)

@@ -28,6 +28,8 @@ ACCURACY_COLUMN = "Accuracy Reached or Not"
 COSINE, MAX_ABS, ONE_K = 0, 2, 4
 CHUNK = 64
 PROGRESS_STEP = 16
+CLUSTER_CHUNK = 512
+"""Most tensor pairs in one row range sent to a dask worker."""
 """Tensor pairs between two progress-bar updates."""
 
 
@@ -179,6 +181,8 @@ class TensorMode:
     def _run_tasks(self, tasks: list[tuple[str, str]], ctx: ModeContext) -> list:
         extra = list(ctx.extra_metrics)
         loaders = dict(ctx.tensor_loaders)
+        if ctx.options.get("executor") == "dask" and tasks and runtime.picklable([loaders, extra]):
+            return self._run_on_cluster(tasks, ctx, loaders, extra)
         if ctx.jobs <= 1 or len(tasks) < 2 * CHUNK or not runtime.picklable([loaders, extra]):
             out = []
             pending = 0
@@ -194,6 +198,26 @@ class TensorMode:
         chunks = [tasks[i : i + CHUNK] for i in range(0, len(tasks), CHUNK)]
         out = []
         for chunk_result in runtime.parallel_map(_compute_chunk, chunks, loaders, extra, workers=ctx.jobs):
+            out.extend(chunk_result)
+            if ctx.progress:
+                ctx.progress(len(chunk_result))
+        return out
+
+    @staticmethod
+    def _run_on_cluster(tasks: list[tuple[str, str]], ctx: ModeContext, loaders: dict[str, Any],
+                        extra: list[Any]) -> list:
+        """Split one rank's pairs into row ranges over a dask cluster (``--executor dask``).
+
+        Each range is a list of (npu file, bench file) paths, so every worker must see the
+        dump directories at the same paths (a shared file system). Results come back in
+        range order: the report is the same as a serial run's.
+        """
+        workers = max(1, ctx.jobs)
+        size = max(1, min(CLUSTER_CHUNK, -(-len(tasks) // (4 * workers))))
+        ranges = [tasks[i : i + size] for i in range(0, len(tasks), size)]
+        out = []
+        for chunk_result in runtime.parallel_map(_compute_chunk, ranges, loaders, extra, workers=workers,
+                                                 executor="dask", address=ctx.options.get("scheduler")):
             out.extend(chunk_result)
             if ctx.progress:
                 ctx.progress(len(chunk_result))

@@ -129,16 +129,20 @@ def _shared(text: str) -> str:
 
 def _shape_text(shape: Any) -> str:
     """The shape cell (``[2, 3]``); one string object per distinct shape."""
-    if isinstance(shape, (list, tuple)):
-        key = tuple(shape)
-        if not all(type(d) is int for d in key):  # 1, 1.0 and True are equal keys: ints only
-            return _py_repr(list(shape))
-        text = _SHAPES.get(key)
+    if shape.__class__ is list:
+        # 1, 1.0 and True are equal dict keys: the key holds the item types as well
+        key = (*shape, *map(type, shape))
+        try:
+            text = _SHAPES.get(key)
+        except TypeError:  # nested lists or objects: not a plain shape
+            return _py_repr(shape)
         if text is None:
-            text = _py_repr(list(shape))
+            text = _py_repr(shape)
             if len(_SHAPES) < 100_000:
                 _SHAPES[key] = text
         return text
+    if isinstance(shape, tuple):
+        return _py_repr(list(shape))
     return _py_repr(shape)
 
 

@@ -1,0 +1,106 @@
+"""Reports rendered as whole columns equal the row-by-row rendering, cell for cell and byte for byte."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import probe
+from probe.cells import safe_row
+from probe.csvtext import csv_lines
+from probe.exporters import CSV_INF, _column_rows, _rows
+from probe.modes.common import STAT_COLUMNS
+from probe.modes.stat_columns import difference_columns
+from probe.modes.statistics import stat_difference
+
+DATA = Path(__file__).parent / "data" / "pytorch"
+
+cells = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(["=SUM(A1)", "-1.5", "-inf", "+x", "a,b", 'q"q', "x\ny", "x\rz", "@", "", "N/A", "Nan",
+                     "|cmd", " =1", "\tx", "-1_0", "-١", "－1", "-1e5", "-Infinity", "- 1", " -inf", "-1\x1c"]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-10**20, 10**20),
+    st.booleans(),
+    st.none(),
+)
+
+
+def writer_text(rows: list[list], stat_index: list[int], inf_text: tuple[str, str]) -> str:
+    """What csv.writer writes after the exporters' per-row rules (the reference)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    pos_inf, neg_inf = inf_text
+    for row in rows:
+        row = list(row)
+        for i in stat_index:
+            value = row[i]
+            if isinstance(value, float) and math.isinf(value):
+                row[i] = pos_inf if value > 0 else neg_inf
+        writer.writerow(safe_row(row))
+    return buffer.getvalue()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(2, 6).flatmap(lambda w: st.lists(st.lists(cells, min_size=w, max_size=w), min_size=1, max_size=20)))
+def test_column_text_equals_csv_writer(rows: list[list]) -> None:
+    columns = [list(c) for c in zip(*rows)]
+    assert csv_lines(columns, [0], CSV_INF) == writer_text(rows, [0], CSV_INF)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(cells, min_size=1, max_size=1), min_size=1, max_size=10))
+def test_single_column_table(rows: list[list]) -> None:
+    assert csv_lines([[r[0] for r in rows]]) == writer_text(rows, [], ("inf", "-inf"))
+
+
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=30))
+def test_float_column_is_repr(values: list[float]) -> None:
+    text = csv_lines([values, ["x"] * len(values)], [0], CSV_INF)
+    expected = [CSV_INF[0] if v == math.inf else CSV_INF[1] if v == -math.inf else repr(v) for v in values]
+    assert [line.split(",")[0] for line in text.splitlines()] == expected
+
+
+stats = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True, width=64),
+    st.sampled_from([0.0, -0.0, 1.0, -1.0, 5e-324, 1e308, "nan", "inf", "-inf", "npu:0", "N/A", "1.5", True, None, 0, 3]),
+    st.integers(-1000, 1000),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.tuples(stats, stats, stats, stats), st.tuples(stats, stats, stats, stats)), min_size=1, max_size=25))
+def test_difference_columns_equal_stat_difference(pairs) -> None:
+    target = [p[0] for p in pairs]
+    golden = [p[1] for p in pairs]
+    columns = difference_columns(target, golden, stat_difference)
+    for i, (t, g) in enumerate(pairs):
+        expected = [stat_difference(t[j], g[j]) for j in range(4)]
+        got = [(columns[j][i], columns[4 + j][i]) for j in range(4)]
+        assert got == expected, (t, g)
+
+
+@pytest.mark.parametrize("case, mode", [("stat_mix_tfm", "statistics"), ("nan_inf_cnn", "statistics"),
+                                        ("md5_mix_tfm", "md5"), ("fuzzy_match_tfm", "statistics")])
+def test_render_columns_equal_render(case: str, mode: str) -> None:
+    root = DATA / case
+    target = next(root.glob("target/**/dump.json"))
+    golden = root / "golden" / target.relative_to(root / "target")
+    options = {"fuzzy_match": True} if "fuzzy" in case else {}
+    run = probe.compare(target, golden, analyze=False, **options)
+    result = run.results[0]
+    assert result.mode.name == mode and len(result) > 10
+    rows = list(result.table())
+    columns = result.table_columns()
+    assert [list(c) for c in zip(*rows)] == columns
+    stat_index = [result.columns.index(c) for c in STAT_COLUMNS if c in result.columns]
+    assert csv_lines(columns, stat_index, CSV_INF) == writer_text(rows, stat_index, CSV_INF)
+    assert "".join(csv_lines(columns, stat_index, CSV_INF)) == writer_text(list(_rows(result, CSV_INF)), [], CSV_INF)
+    for inf_text in (CSV_INF, ("inf", "-inf")):  # the xlsx exporter's rows
+        assert list(_column_rows(result, inf_text)) == list(_rows(result, inf_text))
