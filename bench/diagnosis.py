@@ -107,8 +107,11 @@ def _cpu() -> float:
 def speed(pair: Path, repeat: int = 3) -> int:
     """What diagnosis adds to a statistics compare that writes its CSV (best of ``repeat``).
 
-    Times are CPU seconds of this process and its finished children (a large golden dump is
-    read by a forked child), steadier than wall time on a shared machine.
+    The compare runs with the analyzers off (``analyze=False``: otherwise it would already hold
+    the diagnosis it is measured against); the diagnosis is then made from its results exactly
+    as the analyzer makes it (facts, ranking, ``diagnosis_{ts}.json``). Times are CPU seconds of
+    this process and its finished children (a large golden dump is read by a forked child),
+    steadier than wall time on a shared machine.
     """
     import tempfile
 
@@ -118,7 +121,7 @@ def speed(pair: Path, repeat: int = 3) -> int:
     for _ in range(repeat):
         with tempfile.TemporaryDirectory() as tmp:
             started = _cpu()
-            run = probe.compare(pair / "target" / "step0", pair / "golden" / "step0", tmp)
+            run = probe.compare(pair / "target" / "step0", pair / "golden" / "step0", tmp, analyze=False)
             compared = _cpu()
             diagnosis = diagnose_facts([facts_of(r) for r in run.results])
             diagnosis.write(Path(tmp), "00000000000000")

@@ -240,6 +240,26 @@ def test_nan_sources_and_nan_from_outside() -> None:
     assert doc["series"][0]["points"][0]["error"] is None
 
 
+
+def test_written_file_is_strict_json_of_the_document(tmp_path: Path) -> None:
+    nodes = [_node("Torch.exp.0.forward", 0, in_dev=0.001, out_dev=math.inf, nan_out=True)]
+    diagnosis = diagnose_facts([RankFacts(rank=0, step=0, label="rank0", nodes=nodes)])
+    diagnosis.noise_floor["float16"] = {"calls": 1, "max_error_within_floor": math.nan, "why": "\u00e9 <b>"}
+    path = diagnosis.write(tmp_path, "20260101000000")
+    assert path.name == "diagnosis_20260101000000.json" and diagnosis.path == path
+    text = path.read_text(encoding="utf-8")
+
+    def reject(token: str) -> None:
+        raise AssertionError(f"non-standard JSON token {token}")
+
+    doc = json.loads(text, parse_constant=reject)  # no NaN/Infinity tokens: they were written as null
+    assert doc["noise_floor"]["float16"] == {"calls": 1, "max_error_within_floor": None, "why": "\u00e9 <b>"}
+    assert doc["suspects"][0]["node"] == "Torch.exp.0.forward" and doc["series"][0]["points"][0]["error"] is None
+    expected = json.loads(json.dumps(diagnosis.to_dict()), parse_constant=lambda _: None)
+    assert doc == expected and text.endswith("}\n")
+    # never replaces a file: a second write with the same stamp claims another name
+    assert diagnosis.write(tmp_path, "20260101000000") != path
+
 def test_noise_within_the_floor_is_not_a_suspect() -> None:
     u = 2 ** -11
     nodes = [_node(f"Functional.linear.{i}.forward", i, in_dev=3 * u * i, out_dev=3 * u * (i + 1)) for i in range(8)]

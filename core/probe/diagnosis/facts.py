@@ -12,6 +12,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from itertools import groupby
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ FLOAT_DTYPES = frozenset({"float64", "float32", "float16", "bfloat16", "float8_e
 """Canonical dtype names whose rows carry rounding noise."""
 
 _INF, _NINF = math.inf, -math.inf
+_ENTRY = attrgetter("pair.target.entry")
 _STEP_DIR = re.compile(r"^step(\d+)$")
 _INDEX_TAIL = re.compile(r"\.\d+$")
 REDUCTION = 4
@@ -168,11 +170,16 @@ def _is_tensor(row: Any) -> bool:
 def _fingerprint(row: Any) -> tuple[float | None, ...] | None:
     """Max and Min of a tensor: unchanged by views, transposes and casts, so an input that
     shows an earlier output's pair was (almost surely) produced by that call."""
-    high, low = as_number(row.stats[0]), as_number(row.stats[1])
+    stats = row.stats
+    high, low = stats[0], stats[1]
+    if type(high) is not float:  # floats (almost every row) need no conversion
+        high = as_number(high)
+    if type(low) is not float:
+        low = as_number(low)
     if high is None or low is None:
         return None
     if high == low:  # a constant tensor (or one element): its Norm tells the size apart
-        return high, low, as_number(row.stats[3])
+        return high, low, as_number(stats[3])
     return high, low
 
 
@@ -309,8 +316,8 @@ def node_facts(entry: str, order: int, records: list[RowResult], tensor_mode: bo
                 argument = f"{t.name} has no golden counterpart"
             continue
         matched += 1
-        tensor, t_float = dtype_info(t.dtype)
-        g_tensor, g_float = dtype_info(g.dtype)
+        tensor, t_float = _DTYPES.get(t.dtype) or dtype_info(t.dtype)
+        g_tensor, g_float = _DTYPES.get(g.dtype) or dtype_info(g.dtype)
         if t_float and t_float != dtype:
             dtype = lower_dtype(dtype, t_float)
         if g_float and g_float != dtype:
@@ -410,7 +417,7 @@ def rank_facts(result: CompareResult) -> RankFacts:
     parents = load_parents(path)
     produced: set = set()
     backward = False
-    for order, (entry, group) in enumerate(groupby(result.records, key=lambda r: r.pair.target.entry)):
+    for order, (entry, group) in enumerate(groupby(result.records, key=_ENTRY)):
         if not backward and (".backward" in entry or ".parameters_grad" in entry):
             backward = True  # what runs after the first backward entry runs in the backward pass
         facts = node_facts(entry, order, list(group), tensor_mode, produced, backward, md5)

@@ -75,19 +75,20 @@ class _RankView:
                 running = max(running, node.out_dev)
             nan_seen = nan_seen or node.nan_out
             dev, nan = node.in_dev, node.nan_in
-            fwd = self.by_entry.get(forward_of(node.entry) or "")
+            fwd = self.by_entry.get(forward_of(node.entry) or "") if "backward" in node.entry else None
             if fwd is not None:
                 dev = max(dev, fwd.in_dev, fwd.out_dev, fwd.param_dev)
                 nan = nan or fwd.nan_in or fwd.nan_out
             self.in_eff[node.entry] = dev
             self.nan_in[node.entry] = nan
+        groups = [self.group(n) for n in facts.nodes]
         samples = [
-            (self.group(n), self.in_eff[n.entry], n.out_dev, n.dtype, n.width)
-            for n in facts.nodes
+            (group, self.in_eff[n.entry], n.out_dev, n.dtype, n.width)
+            for n, group in zip(facts.nodes, groups)
             if n.kind != "parameters_grad" and math.isfinite(n.out_dev) and math.isfinite(self.in_eff[n.entry])
         ]
         self.gains = kind_gains(samples)
-        self.floors = {n.entry: self._floor(n) for n in facts.nodes}
+        self.floors = {n.entry: self._floor(n, group) for n, group in zip(facts.nodes, groups)}
 
     @staticmethod
     def group(node: NodeFacts) -> str:
@@ -97,9 +98,9 @@ class _RankView:
         """What the dtypes explain of this call's output deviation."""
         return self.floors[node.entry]
 
-    def _floor(self, node: NodeFacts) -> float:
+    def _floor(self, node: NodeFacts, group: str) -> float:
         dev_in = self.in_eff[node.entry]
-        gain = self.gains.get(self.group(node), 2.0)
+        gain = self.gains.get(group, 2.0)
         return gain * dev_in + local_floor(node.dtype, node.width) if math.isfinite(dev_in) else math.inf
 
 
@@ -199,9 +200,11 @@ def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
         for node in facts.nodes:
             if node.kind == "parameters_grad" or node.entry in flagged or not node.dtype:
                 continue
-            entry = floor_stats.setdefault(node.dtype, {"unit_roundoff": unit_roundoff(node.dtype),
-                                                        "local_floor": local_floor(node.dtype),
-                                                        "calls": 0, "max_error_within_floor": 0.0})
+            entry = floor_stats.get(node.dtype)
+            if entry is None:
+                entry = floor_stats[node.dtype] = {"unit_roundoff": unit_roundoff(node.dtype),
+                                                   "local_floor": local_floor(node.dtype),
+                                                   "calls": 0, "max_error_within_floor": 0.0}
             entry["calls"] += 1
             if math.isfinite(node.out_dev):
                 entry["max_error_within_floor"] = max(entry["max_error_within_floor"], node.out_dev)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from probe.io import atomic_write, unique_path
 
@@ -82,15 +83,11 @@ class Diagnosis:
     def write(self, directory: Path, stamp: str) -> Path:
         """Write ``diagnosis_{stamp}.json`` into ``directory`` (atomic, never replacing a file)."""
         path = unique_path(directory, f"diagnosis_{stamp}", ".json")
-        doc = self.to_dict()
-        try:  # compact: the C encoder (an indent would switch to the slow pure-Python one)
-            text = json.dumps(doc, ensure_ascii=False, allow_nan=False)
-        except ValueError:  # a non-finite number slipped in: strict JSON has none
-            text = json.dumps(_finite(doc), ensure_ascii=False, allow_nan=False)
-        out = atomic_write(path, "w", encoding="utf-8")
+        # orjson: compact UTF-8, NaN/inf as null (strict JSON has none), about 10x the json module
+        text = orjson.dumps(self.to_dict(), option=orjson.OPT_APPEND_NEWLINE)
+        out = atomic_write(path, "wb")
         with out as handle:
             handle.write(text)
-            handle.write("\n")
         self.path = out.path  # the name claimed (``_1`` if a concurrent run took ``path``)
         return out.path
 
@@ -99,13 +96,3 @@ def _number(value: float | None) -> float | None:
     """A finite float, else ``None`` (JSON has no NaN/inf; a non-finite error shows as a gap)."""
     return value if value is not None and math.isfinite(value) else None
 
-
-def _finite(value: Any) -> Any:
-    """JSON-safe copy: non-finite floats become ``None`` (strict JSON has no NaN/inf)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
