@@ -49,3 +49,23 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path):
             handle.write("partial")
             raise RuntimeError("boom")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_claim_without_hard_links_reserves_the_name(tmp_path, monkeypatch):
+    """On a file system without hard links a name is reserved with O_EXCL; nothing is replaced."""
+    import errno
+    import os
+
+    from probe.io import claim
+
+    def no_links(src, dst):
+        raise OSError(errno.EPERM, "hard links not supported", str(dst))
+
+    monkeypatch.setattr(os, "link", no_links)
+    taken = tmp_path / "report.csv"
+    taken.write_text("old")
+    tmp = tmp_path / ".probe-tmp.report.csv"
+    tmp.write_text("new")
+    got = claim(tmp, taken)
+    assert got == tmp_path / "report_1.csv" and got.read_text() == "new"
+    assert taken.read_text() == "old" and not tmp.exists()

@@ -11,6 +11,7 @@ a directory.
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import re
 import shutil
@@ -154,34 +155,33 @@ def claim(tmp: Path, path: Path, rename: bool = True) -> Path:
     links fall back to reserving the name with ``O_CREAT | O_EXCL``. Returns the name used.
     With ``rename=False`` a taken name is an :class:`InputError` (for fixed layouts).
     """
-    counter = 0
-    candidate = path
-    while True:
+    for counter in itertools.count():
+        candidate = numbered(path, counter) if counter else path
         try:
-            os.link(tmp, candidate)
+            _take_name(tmp, candidate)
+            return candidate
         except FileExistsError:
             if not rename:
                 os.unlink(tmp)
                 raise InputError("exists already (probe never replaces a file)", path) from None
-            counter += 1
-            candidate = numbered(path, counter)
-            continue
-        except OSError as exc:
-            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV):
-                raise
-            try:
-                os.close(os.open(candidate, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
-            except FileExistsError:
-                if not rename:
-                    os.unlink(tmp)
-                    raise InputError("exists already (probe never replaces a file)", path) from None
-                counter += 1
-                candidate = numbered(path, counter)
-                continue
-            os.replace(tmp, candidate)  # onto the empty file this process just created
-            return candidate
-        os.unlink(tmp)
-        return candidate
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _take_name(tmp: Path, candidate: Path) -> None:
+    """Give ``tmp`` the name ``candidate`` unless it exists (``FileExistsError``)."""
+    try:
+        os.link(tmp, candidate)
+    except OSError as exc:
+        if isinstance(exc, FileExistsError) or exc.errno not in _NO_HARD_LINKS:
+            raise
+        # no hard links here: reserve the name, then move onto the empty file reserved
+        os.close(os.open(candidate, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+        os.replace(tmp, candidate)
+        return
+    os.unlink(tmp)
+
+
+_NO_HARD_LINKS = (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV)
 
 
 class _Atomic:
