@@ -10,7 +10,7 @@ format of the automatic-matching fixtures). Scoring: precision = correct pairs /
 on listed rows (a pair on a row whose truth is null is wrong), recall = correct pairs /
 non-null truth rows; "renamed recall" counts only the truth pairs whose names differ.
 
---speed generates a statistics dump pair with /work/shared/bench/gen_dump.py (or
+--speed generates a statistics dump pair with bench/gen_dump.py (or
 $PROBE_GEN_DUMP; 1% of the target names changed), then runs ``probe compare`` on it once
 plainly and once with ``--auto-match`` (best of --repeat runs each), and prints wall and
 CPU time (CPU time of all processes: on a shared machine it moves less with the load).
@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-GEN = Path(os.environ.get("PROBE_GEN_DUMP", "/work/shared/bench/gen_dump.py"))
+GEN = Path(os.environ.get("PROBE_GEN_DUMP", Path(__file__).with_name("gen_dump.py")))
 
 
 @dataclass

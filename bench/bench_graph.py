@@ -3,7 +3,7 @@
 
     python bench/bench_graph.py [--apis 50000] [--work DIR] [--html]
 
-Generates the pair with /work/shared/bench/gen_dump.py (or $PROBE_GEN_DUMP) once, then
+Generates the pair with bench/gen_dump.py (or $PROBE_GEN_DUMP) once, then
 times each phase in-process: build both graphs, match, metrics + verdicts, db write,
 and the HTML viewer. Prints one line per phase and the peak RSS.
 """
@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-GEN = Path(os.environ.get("PROBE_GEN_DUMP", "/work/shared/bench/gen_dump.py"))
+GEN = Path(os.environ.get("PROBE_GEN_DUMP", Path(__file__).with_name("gen_dump.py")))
 
 
 def generate(work: Path, apis: int) -> Path:

@@ -36,8 +36,7 @@ def generate(data: Path, apis: int, ranks: int, perturb: str) -> Path:
     """A cached dump pair; returns its root (``target/`` and ``golden/`` inside)."""
     root = data / f"reg_a{apis}_r{ranks}_p{perturb}"
     if not (root / "golden").is_dir():
-        gen = Path("/work/shared/bench/gen_dump.py")
-        gen = gen if gen.exists() else HERE / "gen_dump.py"
+        gen = HERE / "gen_dump.py"
         subprocess.run([sys.executable, str(gen), "--mode", "statistics", "--apis", str(apis), "--ranks", str(ranks),
                         "--perturb", perturb, "--seed", "7", "--out", str(root), "--force"],
                        check=True, stdout=subprocess.DEVNULL)
