@@ -14,6 +14,11 @@ from probe.version import __version__
 MAIN_EPILOG = """examples:
   probe compare -tp target/dump.json -gp golden/dump.json -o out
   probe -f mindspore compare -tp ms_dump/step0 -gp pt_dump/step0 -am -o out
+  probe diagnose -tp target/step0 -gp golden/step0 -o out --html     # which call went wrong
+  probe compare -tp t/dump.json -gp g/dump.json -o out --auto-match  # names differ
+  probe compare -gp golden -tp npu_eager -tp npu_graph -o out        # one golden, many targets
+  probe diff out_yesterday out_today --fail-on newly-failing         # what changed (CI)
+  probe graph -tp target/step0 -gp golden/step0 -o out --html        # browsable graphs
   probe plugins
 Run 'probe COMMAND --help' for the options of a command.
 """
