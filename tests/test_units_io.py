@@ -69,3 +69,18 @@ def test_claim_without_hard_links_reserves_the_name(tmp_path, monkeypatch):
     got = claim(tmp, taken)
     assert got == tmp_path / "report_1.csv" and got.read_text() == "new"
     assert taken.read_text() == "old" and not tmp.exists()
+
+
+def test_safe_csv_writer_never_writes_a_bare_cr_or_a_formula():
+    """Every CSV of probe goes through one writer that makes cells safe itself."""
+    import csv
+    import io
+
+    from probe.cells import SafeCsvWriter
+
+    out = io.StringIO()
+    SafeCsvWriter(out).writerows([["a\rb", "=HYPERLINK(1)", 1.5], ["\t=cmd", "-1.5", None]])
+    text = out.getvalue()
+    assert "\r" not in text
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows == [["a\nb", "'=HYPERLINK(1)", "1.5"], ["'\t=cmd", "-1.5", ""]]

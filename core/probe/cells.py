@@ -10,6 +10,7 @@ split the row at it (the piece after a bare CR would start a new row unneutralis
 
 from __future__ import annotations
 
+import csv
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -41,3 +42,22 @@ def needs_care(value: Any) -> bool:
 def safe_row(row: Iterable[Any]) -> list[Any]:
     """A row with every text cell passed through :func:`safe_cell`."""
     return [safe_cell(v) if needs_care(v) else v for v in row]
+
+
+class SafeCsvWriter:
+    """The one CSV writer of probe's reports: msProbe's ``\\n`` line ends, minimal quoting, and
+    every text cell through :func:`safe_cell` first, so no caller can write a CR unquoted (a
+    reader that breaks lines at CR would split the row) or a formula a spreadsheet evaluates."""
+
+    def __init__(self, handle: Any) -> None:
+        self._writerow = csv.writer(handle, lineterminator="\n").writerow
+
+    def writerow(self, row: Iterable[Any]) -> Any:
+        """Write one row (cells made safe)."""
+        return self._writerow(safe_row(row))
+
+    def writerows(self, rows: Iterable[Iterable[Any]]) -> None:
+        """Write every row of ``rows`` (cells made safe)."""
+        writerow = self._writerow
+        for row in rows:
+            writerow(safe_row(row))

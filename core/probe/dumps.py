@@ -7,7 +7,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from probe import runtime
+import probe.runtime as runtime
 from probe.errors import InputError
 from probe.model import FlatDump, Row, RowList
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import math
 import os
 import shutil
@@ -15,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from probe import runtime
-from probe.cells import SUSPECT_START, safe_cell, safe_row
+import probe.runtime as runtime
+from probe.cells import SUSPECT_START, SafeCsvWriter, safe_cell, safe_row
 from probe.csvtext import csv_lines, safe_cells
 from probe.io import atomic_path, atomic_write, temp_file
 from probe.modes.common import STACK_COLUMN, STAT_COLUMNS
@@ -114,7 +113,7 @@ class CsvExporter:
     def _write_file(path: Path, columns: list[str], rows: Iterable[list[Any]], stack: int | None = None) -> Path:
         out = atomic_write(path, "w", encoding="utf-8", newline="")
         with out as handle:
-            csv.writer(handle, lineterminator="\n").writerow(safe_row(columns))
+            SafeCsvWriter(handle).writerow(columns)
             _write_body(handle, rows, stack)
         return out.path
 
@@ -130,7 +129,7 @@ def _write_column_range(handle: Any, result: CompareResult, columns: list[str], 
 def _write_body(handle: Any, rows: Iterable[list[Any]], stack: int | None) -> None:
     """The CSV lines of ``rows`` (no header)."""
     if stack is None:
-        csv.writer(handle, lineterminator="\n").writerows(rows)
+        SafeCsvWriter(handle).writerows(rows)
     else:
         _write_with_stacks(handle, rows, stack)
 
@@ -149,7 +148,7 @@ def _write_split(path: Path, columns: list[str], result: CompareResult,
         out = atomic_write(path, "w", encoding="utf-8", newline="")
         try:
             with out as handle:
-                csv.writer(handle, lineterminator="\n").writerow(safe_row(columns))
+                SafeCsvWriter(handle).writerow(columns)
                 body(handle, replace(result, records=result.records[:half]))
                 child.result()
                 handle.flush()
@@ -193,7 +192,7 @@ def _write_with_stacks(handle: Any, rows: Iterable[list[Any]], stack: int) -> No
     the csv text of the cells before the stack, the cached stack text and the cells after.
     """
     lines = _Lines()
-    writer = csv.writer(lines, lineterminator="\n")
+    writer = SafeCsvWriter(lines)
     writerow = writer.writerow
     quoted: dict[str, str] = {}
     for row in rows:

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from probe import runtime
+import probe.runtime as runtime
 from probe.errors import InputError
 
 

@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from probe import runtime, stages
+import probe.runtime as runtime
+import probe.stages as stages
 from probe.errors import ProbeError
 from probe.interfaces import Registries
 from probe.io import prepare_output_dir, timestamp

@@ -23,7 +23,7 @@ from typing import Any
 
 import pluggy
 
-from probe import hookspecs
+import probe.hookspecs as hookspecs
 from probe.errors import PluginError
 from probe.model import PairPlan
 from probe.registry import Registry

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from probe import dumps
+import probe.dumps as dumps
 from probe.errors import InputError
 from probe.formats.msprobe.stack import load_stack
 from probe.interfaces import Registries

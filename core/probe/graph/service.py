@@ -13,7 +13,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from probe import runtime, stages
+import probe.runtime as runtime
+import probe.stages as stages
 from probe.automatch.graph import auto_node_pairs
 from probe.errors import InputError
 from probe.io import no_space, prepare_output_dir, temp_dir, write_error

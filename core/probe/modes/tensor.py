@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from probe import runtime
+import probe.runtime as runtime
 from probe.errors import InputError
 from probe.model import ERROR, NA, WARNING, FlatDump, ModeContext, Pair
 from probe.modes import common

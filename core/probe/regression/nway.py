@@ -17,7 +17,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from probe import runtime, stages
+import probe.runtime as runtime
+import probe.stages as stages
 from probe.analysis.advisor import advise
 from probe.diagnosis.facts import step_of
 from probe.diagnosis.oneanswer import best_per_rank

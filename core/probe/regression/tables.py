@@ -6,7 +6,6 @@ run as a formula is neutralised exactly as in the compare reports.
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from probe.cells import SafeCsvWriter
 from probe.exporters import neutralise_formula
 from probe.io import atomic_path, atomic_write, unique_path
 from probe.xlsx import XlsxWriter
@@ -57,7 +57,7 @@ def write_table(
         if fmt == "csv":
             out = atomic_write(path, "w", encoding="utf-8", newline="")
             with out as handle:
-                writer = csv.writer(handle, lineterminator="\n")
+                writer = SafeCsvWriter(handle)
                 writer.writerow(header)
                 writer.writerows(_safe_rows(rows))
         elif fmt == "xlsx":

@@ -1,6 +1,6 @@
 "use strict";
 // Shared by every probe page. Data from a dump or a db reaches the page as text only: elements are
-// built with el()/svgEl() and filled with textContent, never with innerHTML.
+// built with el()/svgEl() and filled with textContent, never parsed as markup.
 const Probe = (function () {
   // The data blocks are gzip-compressed JSON in base64, inflated with the browser's DecompressionStream.
   async function loadBlob(id) {
