@@ -13,8 +13,7 @@ from typing import Any
 
 import orjson
 
-from probe.cells import SafeCsvWriter
-from probe.exporters import neutralise_formula
+from probe.cells import SafeCsvWriter, safe_cell
 from probe.io import atomic_path, atomic_write, unique_path
 from probe.xlsx import XlsxWriter
 
@@ -24,7 +23,7 @@ TABLE_FORMATS = ("csv", "xlsx", "json")
 def table_cell(value: Any) -> Any:
     """Text neutralised for spreadsheets; non-finite floats as text; other values as is."""
     if isinstance(value, str):
-        return neutralise_formula(value)
+        return safe_cell(value)
     if isinstance(value, float) and not math.isfinite(value):
         return "Nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     return value
@@ -48,7 +47,7 @@ def write_table(
     ``head`` is put at the top of the JSON document (the rows follow under ``"rows"``).
     Formats other than csv/xlsx/json are skipped. Returns the files written.
     """
-    header = [neutralise_formula(str(c)) for c in columns]
+    header = [safe_cell(str(c)) for c in columns]
     written: list[Path] = []
     for fmt in formats:
         if fmt not in TABLE_FORMATS:
