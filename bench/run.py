@@ -11,6 +11,7 @@ the same session, alternating with probe, and the ratios are printed.
     PROBE_BENCH_MSPROBE=/opt/msprobe/bin/msprobe python bench/run.py --apis 200000 --format xlsx
     python bench/run.py --mode tensor --apis 1500 --tensor-elems 65536 --jobs 2
     python bench/run.py --apis 10000 --ranks 8 --markdown   # prints a table row for docs
+    python bench/run.py --suite --repeat 1 --msprobe /opt/msprobe/bin/msprobe   # every issue 15 target
 
 Peak memory is that of the largest single process of the run (as ``/usr/bin/time -v``
 reports it) and, in ``tree`` columns, the sampled sum over the whole process tree.
@@ -165,28 +166,29 @@ def msprobe_cmd(exe: str, args: argparse.Namespace, root: Path, out: Path) -> li
     return cmd + (["--xlsx"] if args.format == "xlsx" else [])
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mode", choices=["statistics", "md5", "tensor"], default="statistics")
-    ap.add_argument("--apis", type=int, default=10000, help="entries per rank in dump.json")
-    ap.add_argument("--ranks", type=int, default=1)
-    ap.add_argument("--tensor-elems", type=int, default=4096, help="elements per tensor (tensor mode)")
-    ap.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32")
-    ap.add_argument("--format", choices=["csv", "xlsx"], default="csv")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per tool (median reported)")
-    ap.add_argument("--msprobe-repeat", type=int, default=None, help="runs of msProbe (default: --repeat)")
-    ap.add_argument("--jobs", type=int, default=0, help="probe -j (default: probe's own default)")
-    ap.add_argument("--cold", action="store_true", help="evict the dump from the page cache before each run")
-    ap.add_argument("--data", default=os.environ.get("PROBE_BENCH_DATA", str(Path(tempfile.gettempdir()) / "probe-bench")),
-                    help="where generated dumps are cached (env PROBE_BENCH_DATA)")
-    ap.add_argument("--probe", default=f"{sys.executable} -m probe", help="probe command line")
-    ap.add_argument("--probe-args", nargs=argparse.REMAINDER, default=[], help="extra probe compare arguments")
-    ap.add_argument("--markdown", action="store_true", help="print a docs/performance.md table row")
-    ap.add_argument("--msprobe", metavar="EXE", default=os.environ.get("PROBE_BENCH_MSPROBE"),
-                    help="run this msprobe executable side by side (takes minutes; env PROBE_BENCH_MSPROBE); "
-                         "without it the recorded msProbe figures are printed, labelled as such")
-    args = ap.parse_args(argv)
+@dataclass
+class Outcome:
+    """The medians of one workload, probe against msProbe (measured or recorded)."""
 
+    name: str
+    probe: Series
+    size: int
+    mode: str
+    ms_wall: float | None = None
+    ms_peak_gb: float | None = None
+    ms_source: str = ""
+
+    @property
+    def speed(self) -> float | None:
+        return self.ms_wall / self.probe.median("wall") if self.ms_wall else None
+
+    @property
+    def memory(self) -> float | None:
+        return self.probe.median("peak_mib") / 1024 / self.ms_peak_gb if self.ms_peak_gb else None
+
+
+def measure(args: argparse.Namespace) -> Outcome:
+    """Run probe (and msProbe when asked) on one generated workload; print every run."""
     root = dump_dir(args)
     work = Path(tempfile.mkdtemp(prefix="probe-bench-out-"))
     log = work / "runs.log"
@@ -222,33 +224,141 @@ def main(argv: list[str] | None = None) -> int:
         rate = f"  {size / s.median('wall') / 1e9:.2f} GB/s" if args.mode == "tensor" else ""
         print(f"{s.tool:8s} median wall {s.median('wall'):7.2f}s  cpu {s.median('cpu'):7.2f}s  "
               f"peak {s.median('peak_mib'):6.0f} MiB  tree {s.median('tree_mib'):6.0f} MiB{rate}  (n={len(s.runs)})")
-    p = series[0]
+    outcome = Outcome(workload_name(args, size), series[0], size, args.mode)
     recorded = RECORDED_MSPROBE.get((args.mode, args.apis, args.ranks, args.format))
     if exe:
         m = series[1]
-        ms_wall, ms_peak, source = m.median("wall"), m.median("peak_mib") / 1024, "measured now"
+        outcome.ms_wall, outcome.ms_peak_gb, outcome.ms_source = m.median("wall"), m.median("peak_mib") / 1024, "measured"
     elif recorded:
-        ms_wall, ms_peak, source = *recorded, "RECORDED figures (docs/performance.md), not run now"
-        print(f"msprobe  {ms_wall:7.2f}s  peak {ms_peak * 1024:6.0f} MiB  ({source})")
-    if exe or recorded:
-        speed = ms_wall / p.median("wall")
-        memory = p.median("peak_mib") / 1024 / ms_peak
+        outcome.ms_wall, outcome.ms_peak_gb = recorded
+        outcome.ms_source = "recorded"
+        print(f"msprobe  {outcome.ms_wall:7.2f}s  peak {outcome.ms_peak_gb * 1024:6.0f} MiB  "
+              "(RECORDED figures (docs/performance.md), not run now)")
+    if outcome.speed is not None:
         target = TARGETS.get(args.mode, 25.0)
-        print(f"probe vs msProbe ({source}): {speed:.1f}x faster (target >= {target:.0f}x: "
-              f"{'met' if speed >= target else 'not met'}), memory {memory:.2f} of msProbe's "
+        memory = outcome.memory or 0.0
+        print(f"probe vs msProbe ({outcome.ms_source}): {outcome.speed:.1f}x faster (target >= {target:.0f}x: "
+              f"{'met' if outcome.speed >= target else 'not met'}), memory {memory:.2f} of msProbe's "
               f"(target <= 0.25: {'met' if memory <= 0.25 else 'not met'})")
     else:
         print("msProbe: no recorded figures for these settings; pass --msprobe EXE to run it")
+    return outcome
+
+
+def workload_name(args: argparse.Namespace, size: int) -> str:
+    what = f"{args.mode}, {args.apis:,} APIs" + (f" x {args.ranks} ranks" if args.ranks > 1 else "")
+    what += f", {args.format}"
+    if args.mode == "tensor":
+        what += f", {size / 1e9:.2f} GB"
+    return what
+
+
+SUITE = [
+    # (bench arguments, the issue 15 target it checks)
+    (["--mode", "statistics", "--apis", "50000"], "speed"),
+    (["--mode", "statistics", "--apis", "200000"], "speed"),
+    (["--mode", "md5", "--apis", "50000"], "speed"),
+    (["--mode", "statistics", "--apis", "50000", "--format", "xlsx"], "speed"),
+    (["--mode", "tensor", "--apis", "765", "--tensor-elems", "65536"], "tensor"),
+    (["--mode", "statistics", "--apis", "1000000", "--repeat", "1"], "scale"),
+]
+"""Every issue 15 workload ``--suite`` runs, in order."""
+SCALE_LIMITS = (60.0, 2.5)
+"""A 1M-API statistics pair: at most this many seconds and GB of peak memory (issue 15)."""
+TENSOR_RATE = 1.2
+"""GB/s tensor mode aims at on the ~1 GB dump."""
+HELP_LIMIT = 0.3
+
+
+def help_seconds(probe: str, runs: int = 5) -> float:
+    """Median wall time of ``probe --help``."""
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([*probe.split(), "--help"], stdout=subprocess.DEVNULL, check=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+def suite(parser: argparse.ArgumentParser, common: list[str]) -> int:
+    """Run every workload of :data:`SUITE` and print the issue 15 targets side by side."""
+    lines: list[list[str]] = []
+    peaks: list[tuple[int, float]] = []
+    for extra, kind in SUITE:
+        args = parser.parse_args([*common, *extra])
+        if kind == "scale":
+            args.msprobe = None  # msProbe needs about 20 minutes and 15 GB here; the target is absolute
+        print(f"\n== {' '.join(extra)}", flush=True)
+        o = measure(args)
+        wall, peak_gb = o.probe.median("wall"), o.probe.median("peak_mib") / 1024
+        ms = f"{o.ms_wall:.1f} s / {o.ms_peak_gb:.2f} GB ({o.ms_source})" if o.ms_wall else "not run"
+        if kind == "speed":
+            ok = o.speed is not None and o.speed >= 25 and (o.memory or 1) <= 0.25
+            goal = ">= 25x, memory <= 1/4"
+            ratio = f"{o.speed:.1f}x, {o.memory:.2f}" if o.speed else "-"
+        elif kind == "tensor":
+            rate = o.size / wall / 1e9
+            ok = rate >= TENSOR_RATE and (o.speed or 0) >= 10
+            goal = f">= {TENSOR_RATE} GB/s, >= 10x"
+            ratio = f"{rate:.2f} GB/s, {o.speed:.1f}x" if o.speed else f"{rate:.2f} GB/s"
+        else:
+            ok = wall <= SCALE_LIMITS[0] and peak_gb <= SCALE_LIMITS[1]
+            goal = f"<= {SCALE_LIMITS[0]:.0f} s, <= {SCALE_LIMITS[1]} GB"
+            ratio = "-"
+        if args.mode == "statistics" and args.format == "csv":
+            peaks.append((args.apis, peak_gb))
+        lines.append([o.name, f"{wall:.2f} s / {peak_gb:.2f} GB", ms, ratio, goal, verdict(ok)])
+    if len(peaks) >= 2:
+        (a0, p0), (a1, p1) = peaks[0], peaks[-1]
+        growth = p1 / p0
+        lines.append([f"memory growth, {a0:,} -> {a1:,} APIs ({a1 / a0:.0f}x)", f"{growth:.1f}x", "", "",
+                      f"< {a1 / a0:.0f}x (sub-linear)", verdict(growth < a1 / a0)])
+    probe_help = help_seconds(parser.parse_args(common).probe)
+    lines.append(["probe --help", f"{probe_help:.2f} s", "", "", f"< {HELP_LIMIT} s", verdict(probe_help < HELP_LIMIT)])
+    print("\n| workload | probe wall / peak | msProbe wall / peak | speed-up, memory share | target | |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for cells in lines:
+        print("| " + " | ".join(cells) + " |")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mode", choices=["statistics", "md5", "tensor"], default="statistics")
+    ap.add_argument("--apis", type=int, default=10000, help="entries per rank in dump.json")
+    ap.add_argument("--ranks", type=int, default=1)
+    ap.add_argument("--tensor-elems", type=int, default=4096, help="elements per tensor (tensor mode)")
+    ap.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32")
+    ap.add_argument("--format", choices=["csv", "xlsx"], default="csv")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per tool (median reported)")
+    ap.add_argument("--msprobe-repeat", type=int, default=None, help="runs of msProbe (default: --repeat)")
+    ap.add_argument("--jobs", type=int, default=0, help="probe -j (default: probe's own default)")
+    ap.add_argument("--cold", action="store_true", help="evict the dump from the page cache before each run")
+    ap.add_argument("--data", default=os.environ.get("PROBE_BENCH_DATA", str(Path(tempfile.gettempdir()) / "probe-bench")),
+                    help="where generated dumps are cached (env PROBE_BENCH_DATA)")
+    ap.add_argument("--probe", default=f"{sys.executable} -m probe", help="probe command line")
+    ap.add_argument("--probe-args", nargs=argparse.REMAINDER, default=[], help="extra probe compare arguments")
+    ap.add_argument("--markdown", action="store_true", help="print a docs/performance.md table row")
+    ap.add_argument("--suite", action="store_true",
+                    help="run every issue 15 workload (statistics/md5/xlsx/tensor/1M-API scale, --help) and "
+                         "print one table of targets; other options apply to each run")
+    ap.add_argument("--msprobe", metavar="EXE", default=os.environ.get("PROBE_BENCH_MSPROBE"),
+                    help="run this msprobe executable side by side (takes minutes; env PROBE_BENCH_MSPROBE); "
+                         "without it the recorded msProbe figures are printed, labelled as such")
+    argv = sys.argv[1:] if argv is None else argv
+    args = ap.parse_args(argv)
+    if args.suite:
+        return suite(ap, [a for a in argv if a != "--suite"])
+    outcome = measure(args)
     if args.markdown:
-        what = f"{args.mode}, {args.apis:,} APIs" + (f" x {args.ranks} ranks" if args.ranks > 1 else "")
-        what += f", {args.format}"
-        if args.mode == "tensor":
-            what += f", {size / 1e9:.2f} GB"
-        cells = [what, f"{p.median('wall'):.2f} s", f"{p.median('peak_mib') / 1024:.2f} GB"]
-        if exe:
-            m = series[1]
-            cells += [f"{m.median('wall'):.1f} s", f"{m.median('peak_mib') / 1024:.2f} GB",
-                      f"{m.median('wall') / p.median('wall'):.1f}x"]
+        p = outcome.probe
+        cells = [outcome.name, f"{p.median('wall'):.2f} s", f"{p.median('peak_mib') / 1024:.2f} GB"]
+        if outcome.ms_source == "measured":
+            cells += [f"{outcome.ms_wall:.1f} s", f"{outcome.ms_peak_gb:.2f} GB", f"{outcome.speed:.1f}x"]
         print("| " + " | ".join(cells) + " |")
     return 0
 
