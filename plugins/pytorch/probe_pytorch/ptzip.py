@@ -16,7 +16,7 @@ import pickletools
 import struct
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -119,35 +119,39 @@ def _tensor_spec(pkl: bytes) -> tuple[str, str, int, int, tuple[int, ...], tuple
     return kind[1][6:], str(storage[2]), int(storage[4]), offset, size, stride
 
 
-def read_pt(path: Path) -> np.ndarray | None:
-    """The tensor in ``path`` as a numpy array, or ``None`` when the layout is unusual.
+def read_pt(source: Path | BinaryIO) -> np.ndarray | None:
+    """The tensor in ``source`` (a path or a file opened in binary mode) as a numpy array,
+    or ``None`` when the layout is unusual.
 
     bfloat16 is widened to float32 (exactly). Raises ``OSError``/``zipfile.BadZipFile``
     for unreadable files.
     """
-    with open(path, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        if size <= _WHOLE_FILE:
-            raw = bytearray(size)  # one read; a bytearray keeps the array writable
-            if handle.readinto(raw) != size:
-                return None
-            members = _members(raw, 0)
-        else:
-            raw = None
-            tail_start = max(0, size - _TAIL)
-            handle.seek(tail_start)
-            members = _members(handle.read(), tail_start, handle)
-        if members is None:
-            return _read_with_zipfile(handle)
-        located = _locate(members, lambda offset, length: _slice(raw, handle, offset, length))
-        if located is None:
+    if isinstance(source, (str, os.PathLike)):
+        with open(source, "rb") as handle:
+            return read_pt(handle)
+    handle = source
+    size = os.fstat(handle.fileno()).st_size
+    if size <= _WHOLE_FILE:
+        raw = bytearray(size)  # one read; a bytearray keeps the array writable
+        if handle.readinto(raw) != size:
             return None
-        kind, dtype, start, count, shape = located
-        if raw is not None:
-            data = np.frombuffer(raw, dtype=dtype, count=count, offset=start)
-        else:
-            handle.seek(start)
-            data = np.fromfile(handle, dtype=dtype, count=count)
+        members = _members(raw, 0)
+    else:
+        raw = None
+        tail_start = max(0, size - _TAIL)
+        handle.seek(tail_start)
+        members = _members(handle.read(), tail_start, handle)
+    if members is None:
+        return _read_with_zipfile(handle)
+    located = _locate(members, lambda offset, length: _slice(raw, handle, offset, length))
+    if located is None:
+        return None
+    kind, dtype, start, count, shape = located
+    if raw is not None:
+        data = np.frombuffer(raw, dtype=dtype, count=count, offset=start)
+    else:
+        handle.seek(start)
+        data = np.fromfile(handle, dtype=dtype, count=count)
     return _shaped(kind, data, count, shape)
 
 
