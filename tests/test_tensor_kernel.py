@@ -181,3 +181,53 @@ def test_plain_names_resolve_as_before(tmp_path: Path, name: str) -> None:
         want = _outcome(_resolve_by_walk, directory, name)
         assert _outcome(resolve_tensor_file, directory, name) == want
         assert _outcome(resolve_tensor_file, directory, name, directory.resolve()) == want
+
+
+def _zip_members(data: bytes) -> dict[str, tuple[int, int, int]] | None:
+    """The central directory as the zipfile module reads it."""
+    import io
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            return {i.filename: (i.compress_type, i.file_size, i.header_offset) for i in archive.infolist()}
+    except (zipfile.BadZipFile, ValueError, EOFError, OSError):
+        return None
+
+
+@SETTINGS
+@given(st.sampled_from(["", "a comment", "PK\x05\x06"]), st.integers(1, 5), st.booleans())
+def test_pt_directory_parser_agrees_with_zipfile(comment: str, members: int, deflate: bool) -> None:
+    import io
+    import zipfile
+
+    from probe_pytorch.ptzip import _members
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED) as archive:
+        for i in range(members):
+            archive.writestr(f"t/data/{i}", b"x" * (i * 7))
+        archive.comment = comment.encode()
+    data = out.getvalue()
+    parsed = _members(np.frombuffer(data, dtype=np.uint8), 0)
+    if parsed is not None:
+        assert parsed == _zip_members(data)
+    assert parsed is not None or comment
+
+
+@SETTINGS
+@given(st.binary(max_size=300), st.integers(0, 400))
+def test_pt_directory_parser_survives_damage(noise: bytes, at: int) -> None:
+    import io
+    import zipfile
+
+    from probe_pytorch.ptzip import _members
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("t/data.pkl", b"p" * 20)
+        archive.writestr("t/data/0", b"d" * 40)
+    data = out.getvalue()
+    data = data[: at % len(data)] + noise + data[at % len(data) + len(noise) // 2 :]
+    parsed = _members(np.frombuffer(data, dtype=np.uint8), 0)  # a dict or None, never an exception
+    assert parsed is None or isinstance(parsed, dict)

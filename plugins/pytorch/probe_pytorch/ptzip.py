@@ -37,6 +37,10 @@ _MARK = object()
 _LOCAL_HEADER = 30
 _WHOLE_FILE = 16 * 1024 * 1024  # files up to this size are read in one go
 _TAIL = 65536 + 22  # the end-of-central-directory record lies in the last 64 KiB + 22 bytes
+_END = b"PK\x05\x06"
+_CENTRAL = struct.Struct("<4s6xH12xL3H8xL")
+"""A central directory header: signature, method, uncompressed size, name / extra / comment
+lengths and the offset of the member's local header (46 bytes)."""
 
 
 class _Unusual(Exception):
@@ -132,7 +136,7 @@ def read_pt(source: Path | BinaryIO) -> np.ndarray | None:
     handle = source
     size = os.fstat(handle.fileno()).st_size
     if size <= _WHOLE_FILE:
-        raw = bytearray(size)  # one read; a bytearray keeps the array writable
+        raw = np.empty(size, dtype=np.uint8)  # one read, no zero-filling; the array stays writable
         if handle.readinto(raw) != size:
             return None
         members = _members(raw, 0)
@@ -167,9 +171,9 @@ def _shaped(kind: str, data: np.ndarray, count: int, shape: tuple[int, ...]) -> 
     return data.reshape(shape)
 
 
-def _slice(raw: bytearray | None, handle: Any, offset: int, length: int) -> bytes:
+def _slice(raw: np.ndarray | None, handle: Any, offset: int, length: int) -> bytes:
     if raw is not None:
-        return bytes(raw[offset : offset + length])
+        return raw[offset : offset + length].tobytes()
     handle.seek(offset)
     return handle.read(length)
 
@@ -181,10 +185,13 @@ def _members(buf: Any, buf_start: int, handle: Any = None) -> dict[str, tuple[in
     for anything this small parser does not handle (zip64, multi-disk): the zipfile
     module then reads the archive.
     """
-    end = bytes(buf[-_TAIL:]).rfind(b"PK\x05\x06")
-    if end < 0:
-        return None
-    end += max(0, len(buf) - _TAIL)
+    if len(buf) >= 22 and bytes(buf[-22:]).rfind(_END) == 0:
+        end = len(buf) - 22  # no archive comment: the record closes the file (torch's case)
+    else:
+        end = bytes(buf[-_TAIL:]).rfind(_END)
+        if end < 0:
+            return None
+        end += max(0, len(buf) - _TAIL)
     if end + 22 > len(buf):
         return None
     _, disk, cd_disk, _, entries, cd_size, cd_offset, _ = struct.unpack_from("<4s4H2LH", buf, end)
@@ -200,13 +207,10 @@ def _members(buf: Any, buf_start: int, handle: Any = None) -> dict[str, tuple[in
     members: dict[str, tuple[int, int, int]] = {}
     pos = 0
     for _ in range(entries):
-        if directory[pos : pos + 4] != b"PK\x01\x02":
+        if len(directory) < pos + _CENTRAL.size:
             return None
-        method, = struct.unpack_from("<H", directory, pos + 10)
-        usize, = struct.unpack_from("<L", directory, pos + 24)
-        name_len, extra_len, comment_len = struct.unpack_from("<3H", directory, pos + 28)
-        offset, = struct.unpack_from("<L", directory, pos + 42)
-        if 0xFFFFFFFF in (usize, offset):
+        signature, method, usize, name_len, extra_len, comment_len, offset = _CENTRAL.unpack_from(directory, pos)
+        if signature != b"PK\x01\x02" or 0xFFFFFFFF in (usize, offset):
             return None
         name = directory[pos + 46 : pos + 46 + name_len].decode("utf-8", "replace")
         members[name] = (method, usize, offset)
