@@ -11,6 +11,7 @@ storage). Anything else returns ``None`` and the caller falls back to
 from __future__ import annotations
 
 import functools
+import math
 import os
 import pickletools
 import struct
@@ -239,18 +240,13 @@ def _locate(members: dict[str, tuple[int, int, int]], read: Any) -> tuple[str, n
     if pkl is None:
         return None
     try:
-        kind, key, numel, offset, shape, stride = _cached_spec(pkl)
+        kind, key, numel, offset, shape, count = _cached_spec(pkl)
     except (_Unusual, ValueError, IndexError, KeyError, TypeError):
         return None
     dtype = _STORAGE_DTYPES.get(kind)
     entry = members.get(f"{prefix}data/{key}")
     if dtype is None or entry is None or entry[0] != zipfile.ZIP_STORED:
         return None
-    count = int(np.prod(shape)) if shape else 1
-    if any(s < 0 for s in shape) or offset < 0:
-        return None
-    if count and (_contiguous_strides(shape) != stride or offset + count > numel):
-        return None  # views and odd layouts: leave them to torch
     if numel * dtype.itemsize != entry[1]:
         return None
     start = _data_start(read, entry[2])
@@ -268,9 +264,21 @@ def _data_start(read: Any, header_offset: int) -> int | None:
 
 
 @functools.lru_cache(maxsize=1024)
-def _cached_spec(pkl: bytes) -> tuple[str, str, int, int, tuple[int, ...], tuple[int, ...]]:
-    """:func:`_tensor_spec`, remembered: tensors of one shape and dtype share their data.pkl."""
-    return _tensor_spec(pkl)
+def _cached_spec(pkl: bytes) -> tuple[str, str, int, int, tuple[int, ...], int]:
+    """``(storage class, storage key, storage numel, offset, size, element count)`` of a
+    plain contiguous tensor, remembered: tensors of one shape and dtype share their data.pkl.
+
+    Raises :class:`_Unusual` for views and odd layouts (left to torch).
+    """
+    kind, key, numel, offset, shape, stride = _tensor_spec(pkl)
+    if not all(isinstance(s, int) for s in shape + stride):
+        raise _Unusual("geometry")
+    count = math.prod(shape)
+    if any(s < 0 for s in shape) or offset < 0:
+        raise _Unusual("geometry")
+    if count and (_contiguous_strides(shape) != stride or offset + count > numel):
+        raise _Unusual("view")
+    return kind, key, numel, offset, shape, count
 
 
 def _read_with_zipfile(handle: Any) -> np.ndarray | None:
