@@ -40,7 +40,10 @@ def resolve_tensor_file(tensor_dir: Path, data_name: str, root: Path | None = No
     ``root`` is ``tensor_dir.resolve()`` when the caller already has it. A plain file name
     (no separator, not a link) inside it needs one ``lstat``, not a walk of every component.
     """
-    root = root or tensor_dir.resolve()
+    try:
+        root = root or tensor_dir.resolve()
+    except (OSError, RuntimeError) as exc:  # a link loop, an unreadable directory
+        raise InputError(f"the tensor directory cannot be resolved ({exc})", tensor_dir) from None
     if data_name not in ("", ".", "..") and "\0" not in data_name and os.path.basename(data_name) == data_name \
             and not os.path.splitdrive(data_name)[0]:
         candidate = root / data_name
@@ -60,9 +63,19 @@ def resolve_tensor_file(tensor_dir: Path, data_name: str, root: Path | None = No
     return candidate
 
 
+def _resolved(directory: Path) -> Path | None:
+    """``directory.resolve()``, or ``None`` when it cannot be resolved (each file then
+    reports the problem)."""
+    try:
+        return directory.resolve()
+    except (OSError, RuntimeError):
+        return None
+
+
 _DIM = re.compile(r"\d+")
 
 
+@functools.lru_cache(maxsize=4096)
 def declared_bytes(dtype: str, shape: str) -> int | None:
     """Bytes of a tensor of the dtype and shape dump.json declares (8 per element for an
     unknown dtype); ``None`` when the shape is not a list of sizes."""
@@ -146,9 +159,9 @@ class TensorMode:
             cols.append(common.STACK_COLUMN)
         return cols + ["Data_name", ACCURACY_COLUMN]
 
-    def _task(self, pair: Pair, ctx: ModeContext, roots: tuple[Path, Path]) -> tuple[Any, ...] | str:
+    def _task(self, pair: Pair, ctx: ModeContext, roots: tuple[Path | None, Path | None]) -> tuple[Any, ...] | str:
         """Files to compare, or the reason the pair cannot be compared (``roots``: both
-        tensor directories, resolved)."""
+        tensor directories, resolved when they could be)."""
         t, g = pair.target, pair.golden
         if g is None:
             return common.MSG_UNMATCHED
@@ -161,13 +174,14 @@ class TensorMode:
             bench = resolve_tensor_file(ctx.golden.info.tensor_dir, g.data_name, roots[1])
         except InputError as exc:
             return str(exc)
-        return (str(npu), str(bench), declared_bytes(t.dtype, t.shape), declared_bytes(g.dtype, g.shape))
+        return (str(npu), str(bench), declared_bytes(str(t.dtype), str(t.shape)),
+                declared_bytes(str(g.dtype), str(g.shape)))
 
     def compute(self, pairs: Sequence[Pair], ctx: ModeContext) -> list[RowResult]:
         width = 6 + len(ctx.extra_metrics)
         results: list[RowResult] = []
         tasks: list[tuple[int, tuple[str, str]]] = []
-        roots = (ctx.target.info.tensor_dir.resolve(), ctx.golden.info.tensor_dir.resolve())
+        roots = (_resolved(ctx.target.info.tensor_dir), _resolved(ctx.golden.info.tensor_dir))
         for index, pair in enumerate(pairs):
             task = self._task(pair, ctx, roots)
             if isinstance(task, str):
