@@ -231,3 +231,12 @@ def test_pt_directory_parser_survives_damage(noise: bytes, at: int) -> None:
     data = data[: at % len(data)] + noise + data[at % len(data) + len(noise) // 2 :]
     parsed = _members(np.frombuffer(data, dtype=np.uint8), 0)  # a dict or None, never an exception
     assert parsed is None or isinstance(parsed, dict)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_zeros_in_the_bench_tensor_take_the_eps_rule(dtype: Any) -> None:
+    n = np.array([0.0, 1.0, 0.0, -2.5, 3.0, 1e-8, 0.0, 7.0, 1.0], dtype=dtype)
+    b = np.array([0.0, 0.0, 1.0, -2.5, 0.0, 0.0, -0.0, 7.5, 1.0], dtype=dtype)
+    assert _same(tm._compare_float32(n, b, []), _reference_float32(n, b, []))
+    big = np.tile(n, 5000)
+    assert _same(tm._compare_float32(big, np.tile(b, 5000), []), _reference_float32(big, np.tile(b, 5000), []))

@@ -213,13 +213,17 @@ def _compare_float32(n: np.ndarray, b: np.ndarray, messages: list[str]) -> tuple
     if n.dtype != np.float32:
         n = n.astype(np.float32)
         b = b.astype(np.float32)
-    if np.equal(b, 0, out=mask).any():
-        rel = relative_errors(n, b)
-        mask = np.empty(rel.size, dtype=bool)
-    else:
-        np.subtract(n, b, out=rel)
-        np.divide(rel, b, out=rel)
-        np.abs(rel, out=rel)
+    if np.equal(b, 0, out=mask).any():  # relative_errors(n, b) in the free float64 buffers
+        n32, b32 = b64.view(np.float32)[: n.size], n64.view(np.float32)[: n.size]
+        eps = np.finfo(np.float32).eps
+        np.copyto(n32, n)
+        np.add(n32, eps, out=n32, where=mask)
+        np.copyto(b32, b)
+        np.add(b32, eps, out=b32, where=mask)
+        n, b = n32, b32
+    np.subtract(n, b, out=rel)
+    np.divide(rel, b, out=rel)
+    np.abs(rel, out=rel)
     top = rel.max()
     max_rel = _round(float(top))
     one = _share_below(rel, top, _ONE_K, mask)
