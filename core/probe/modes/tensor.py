@@ -188,7 +188,7 @@ class TensorMode:
                 record = RowResult(pair, (UNSUPPORTED,) * width)
                 if task != common.MSG_UNMATCHED:
                     record.notes.append(task)
-                    if "points outside" in task:
+                    if "points outside" in task or "cannot be resolved" in task:
                         record.extra["problem"] = task
                         record.mark_not_compared(common.NOT_COMPARED + task)
                 results.append(record)
