@@ -112,6 +112,15 @@ def test_data_name_outside_its_directory_is_never_read(tmp_path, run_probe):
     _assert_one_line_error(result, "points outside its dump directory")
 
 
+def test_tensor_file_that_is_a_link_loop(tmp_path, run_probe):
+    target, golden = _tensor_pair(tmp_path)
+    victim = sorted((target / "dump_tensor_data").glob("*.pt"))[0]
+    victim.unlink()
+    victim.symlink_to(victim)
+    result = _run_tensor(run_probe, target, golden, tmp_path / "out")
+    _assert_one_line_error(result, "cannot be resolved")
+
+
 class _Evil:
     def __reduce__(self):
         return (print, ("this must never run",))

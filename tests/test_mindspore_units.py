@@ -11,6 +11,9 @@ from probe_mindspore.kernel_modes import shape_text
 
 def test_builtin_table_translations():
     table = builtin_table()
+    assert "table" not in vars(table)  # not read until a name is translated
+    assert (table.target_framework, table.golden_framework) == (table.table.target_framework,
+                                                                 table.table.golden_framework)
     assert len(table.apis) == 399
     assert table.translate("Mint.abs.0.forward.output.0") == "Torch.abs.0.forward.output.0"
     assert table.translate("MintFunctional.relu.0.backward.input.0") == "Functional.relu.0.backward.input.0"

@@ -6,6 +6,7 @@ import functools
 import inspect
 import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,18 +34,48 @@ CLUSTER_CHUNK = 512
 """Tensor pairs between two progress-bar updates."""
 
 
-def resolve_tensor_file(tensor_dir: Path, data_name: str) -> Path:
-    """``tensor_dir / data_name``, refusing names that lead out of ``tensor_dir``."""
-    candidate = (tensor_dir / data_name).resolve()
-    root = tensor_dir.resolve()
+def resolve_tensor_file(tensor_dir: Path, data_name: str, root: Path | None = None) -> Path:
+    """``tensor_dir / data_name``, refusing names that lead out of ``tensor_dir``.
+
+    ``root`` is ``tensor_dir.resolve()`` when the caller already has it. A plain file name
+    (no separator, not a link) inside it needs one ``lstat``, not a walk of every component.
+    """
+    try:
+        root = root or tensor_dir.resolve()
+    except (OSError, RuntimeError) as exc:  # a link loop, an unreadable directory
+        raise InputError(f"the tensor directory cannot be resolved ({exc})", tensor_dir) from None
+    if data_name not in ("", ".", "..") and "\0" not in data_name and os.path.basename(data_name) == data_name \
+            and not os.path.splitdrive(data_name)[0]:
+        candidate = root / data_name
+        try:
+            if not stat.S_ISLNK(os.lstat(candidate).st_mode):
+                return candidate
+        except FileNotFoundError:
+            return candidate  # what resolve() gives for a missing file
+        except OSError:
+            pass  # the general walk below reports it as before
+    try:
+        candidate = (tensor_dir / data_name).resolve()
+    except (OSError, RuntimeError) as exc:  # a link loop, an unreadable directory
+        raise InputError(f"data_name {data_name!r} cannot be resolved ({exc})", tensor_dir) from None
     if os.path.isabs(data_name) or root not in candidate.parents:
         raise InputError(f"data_name {data_name!r} points outside its dump directory", tensor_dir)
     return candidate
 
 
+def _resolved(directory: Path) -> Path | None:
+    """``directory.resolve()``, or ``None`` when it cannot be resolved (each file then
+    reports the problem)."""
+    try:
+        return directory.resolve()
+    except (OSError, RuntimeError):
+        return None
+
+
 _DIM = re.compile(r"\d+")
 
 
+@functools.lru_cache(maxsize=4096)
 def declared_bytes(dtype: str, shape: str) -> int | None:
     """Bytes of a tensor of the dtype and shape dump.json declares (8 per element for an
     unknown dtype); ``None`` when the shape is not a list of sizes."""
@@ -128,8 +159,9 @@ class TensorMode:
             cols.append(common.STACK_COLUMN)
         return cols + ["Data_name", ACCURACY_COLUMN]
 
-    def _task(self, pair: Pair, ctx: ModeContext) -> tuple[Any, ...] | str:
-        """Files to compare, or the reason the pair cannot be compared."""
+    def _task(self, pair: Pair, ctx: ModeContext, roots: tuple[Path | None, Path | None]) -> tuple[Any, ...] | str:
+        """Files to compare, or the reason the pair cannot be compared (``roots``: both
+        tensor directories, resolved when they could be)."""
         t, g = pair.target, pair.golden
         if g is None:
             return common.MSG_UNMATCHED
@@ -138,23 +170,25 @@ class TensorMode:
         if g.data_name == "-1":
             return MSG_NO_BENCH_FILE
         try:
-            npu = resolve_tensor_file(ctx.target.info.tensor_dir, t.data_name)
-            bench = resolve_tensor_file(ctx.golden.info.tensor_dir, g.data_name)
+            npu = resolve_tensor_file(ctx.target.info.tensor_dir, t.data_name, roots[0])
+            bench = resolve_tensor_file(ctx.golden.info.tensor_dir, g.data_name, roots[1])
         except InputError as exc:
             return str(exc)
-        return (str(npu), str(bench), declared_bytes(t.dtype, t.shape), declared_bytes(g.dtype, g.shape))
+        return (str(npu), str(bench), declared_bytes(str(t.dtype), str(t.shape)),
+                declared_bytes(str(g.dtype), str(g.shape)))
 
     def compute(self, pairs: Sequence[Pair], ctx: ModeContext) -> list[RowResult]:
         width = 6 + len(ctx.extra_metrics)
         results: list[RowResult] = []
         tasks: list[tuple[int, tuple[str, str]]] = []
+        roots = (_resolved(ctx.target.info.tensor_dir), _resolved(ctx.golden.info.tensor_dir))
         for index, pair in enumerate(pairs):
-            task = self._task(pair, ctx)
+            task = self._task(pair, ctx, roots)
             if isinstance(task, str):
                 record = RowResult(pair, (UNSUPPORTED,) * width)
                 if task != common.MSG_UNMATCHED:
                     record.notes.append(task)
-                    if "points outside" in task:
+                    if "points outside" in task or "cannot be resolved" in task:
                         record.extra["problem"] = task
                         record.mark_not_compared(common.NOT_COMPARED + task)
                 results.append(record)

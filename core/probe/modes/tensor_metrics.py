@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -39,12 +40,12 @@ def _round(value: float) -> Any:
     return round(float(value), 12)
 
 
-def cosine(n64: np.ndarray, b64: np.ndarray, messages: list[str]) -> Any:
+def cosine(n64: np.ndarray, b64: np.ndarray, messages: list[str], dot: Any = np.dot) -> Any:
     """Cosine similarity of flattened float64 arrays, rounded as msProbe rounds it."""
     if n64.size <= 1:
         return UNSUPPORTED
-    nn = float(np.sqrt(np.dot(n64, n64)))
-    nb = float(np.sqrt(np.dot(b64, b64)))
+    nn = float(np.sqrt(dot(n64, n64)))
+    nb = float(np.sqrt(dot(b64, b64)))
     if nn <= EPS64 and nb <= EPS64:
         return 1.0
     if nn <= EPS64:
@@ -53,7 +54,7 @@ def cosine(n64: np.ndarray, b64: np.ndarray, messages: list[str]) -> Any:
     if nb <= EPS64:
         messages.append(MSG_COS_BENCH_ZERO)
         return NAN_TEXT
-    value = float(np.dot(n64, b64)) / (nn * nb)
+    value = float(dot(n64, b64)) / (nn * nb)
     if np.isnan(value):
         return NAN_TEXT
     value = round(value, 12)
@@ -108,9 +109,10 @@ def compare_arrays(n: np.ndarray, b: np.ndarray) -> tuple[tuple[Any, ...], list[
         messages.append(MSG_DTYPE)
     n64 = n.reshape(-1).astype(np.float64)
     b64 = b.reshape(-1).astype(np.float64)
-    cos = cosine(n64, b64, messages)
+    dot = _dot if _exact_sums(n, b, n64, b64) else np.dot
+    cos = cosine(n64, b64, messages, dot)
     diff = n64 - b64
-    euc = float(np.sqrt(np.dot(diff, diff)))
+    euc = float(np.sqrt(dot(diff, diff)))
     max_abs = _round(float(np.max(np.abs(diff))))
     rel = relative_errors(n.reshape(-1), b.reshape(-1))
     max_rel = _round(float(rel.max()))
@@ -120,6 +122,50 @@ def compare_arrays(n: np.ndarray, b: np.ndarray) -> tuple[tuple[Any, ...], list[
 
 
 _FAST_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
+REUSE_ELEMENTS = 1 << 20
+"""Tensors up to this many elements are measured in buffers kept between pairs (about 21
+bytes per element, so at most ~21 MB per thread); larger ones get fresh arrays."""
+
+
+class _Buffers(threading.local):
+    """Scratch arrays of the float32 path, kept per thread and reused from pair to pair.
+
+    Allocating and freeing fresh arrays for every pair costs more than the arithmetic: the
+    allocator hands the pages back to the system and every new array faults them in again.
+    """
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.wide = (np.empty(0), np.empty(0))
+        self.rel = np.empty(0, dtype=np.float32)
+        self.mask = np.empty(0, dtype=bool)
+
+    def take(self, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Two float64 arrays, a float32 and a bool array of ``size`` elements."""
+        if size > REUSE_ELEMENTS:
+            return np.empty(size), np.empty(size), np.empty(size, dtype=np.float32), np.empty(size, dtype=bool)
+        if size > self.size:
+            self.size = max(size, 4096)
+            self.wide = (np.empty(self.size), np.empty(self.size))
+            self.rel = np.empty(self.size, dtype=np.float32)
+            self.mask = np.empty(self.size, dtype=bool)
+        return self.wide[0][:size], self.wide[1][:size], self.rel[:size], self.mask[:size]
+
+
+_BUFFERS = _Buffers()
+
+
+def _exact_sums(n: np.ndarray, b: np.ndarray, n64: np.ndarray, b64: np.ndarray) -> bool:
+    """Whether every dot product of the general path is a sum of small integers.
+
+    True for integer and bool tensors whose products and partial sums all stay below
+    2**53: every partial sum is then exact, so the order of the additions cannot change
+    the result and numpy's own loop gives what BLAS gives, without waking its threads.
+    """
+    if n.dtype.kind not in "biu" or b.dtype.kind not in "biu" or not n64.size:
+        return False
+    top = max(float(np.max(np.abs(n64))), float(np.max(np.abs(b64))))
+    return (2 * top) ** 2 * n64.size <= 2.0**53
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> float:
@@ -135,8 +181,9 @@ def _compare_float32(n: np.ndarray, b: np.ndarray, messages: list[str]) -> tuple
     in float32 as in the general path. Returns ``None`` when an array holds NaN or inf
     (the general path handles those).
     """
-    n64 = n.astype(np.float64)
-    b64 = b.astype(np.float64)
+    n64, b64, rel, mask = _BUFFERS.take(n.size)
+    np.copyto(n64, n)
+    np.copyto(b64, b)
     nn = _dot(n64, n64)
     bb = _dot(b64, b64)
     if not (np.isfinite(nn) and np.isfinite(bb)):
@@ -163,17 +210,35 @@ def _compare_float32(n: np.ndarray, b: np.ndarray, messages: list[str]) -> tuple
     diff = np.subtract(n64, b64, out=n64)
     euc = float(np.sqrt(_dot(diff, diff)))
     max_abs = _round(max(float(diff.max()), -float(diff.min())))
-    del n64, b64, diff
     if n.dtype != np.float32:
         n = n.astype(np.float32)
         b = b.astype(np.float32)
-    if (b == 0).any():
-        rel = relative_errors(n, b)
-    else:
-        rel = np.subtract(n, b)
-        np.divide(rel, b, out=rel)
-        np.abs(rel, out=rel)
-    max_rel = _round(float(rel.max()))
-    one = _round(float(np.count_nonzero(rel < 0.001)) / rel.size)
-    five = _round(float(np.count_nonzero(rel < 0.005)) / rel.size)
+    if np.equal(b, 0, out=mask).any():  # relative_errors(n, b) in the free float64 buffers
+        n32, b32 = b64.view(np.float32)[: n.size], n64.view(np.float32)[: n.size]
+        eps = np.finfo(np.float32).eps
+        np.copyto(n32, n)
+        np.add(n32, eps, out=n32, where=mask)
+        np.copyto(b32, b)
+        np.add(b32, eps, out=b32, where=mask)
+        n, b = n32, b32
+    np.subtract(n, b, out=rel)
+    np.divide(rel, b, out=rel)
+    np.abs(rel, out=rel)
+    top = rel.max()
+    max_rel = _round(float(top))
+    one = _share_below(rel, top, _ONE_K, mask)
+    five = _share_below(rel, top, _FIVE_K, mask)
     return (cos, euc, max_abs, max_rel, one, five)
+
+
+_ONE_K = np.float32(0.001)
+_FIVE_K = np.float32(0.005)
+
+
+def _share_below(rel: np.ndarray, top: np.float32, limit: np.float32, mask: np.ndarray) -> Any:
+    """The rounded share of float32 relative errors below ``limit`` (numpy compares a float32
+    array with a Python float in float32); no pass over ``rel`` when its largest value
+    ``top`` is already below."""
+    if top < limit:
+        return _round(1.0)
+    return _round(float(np.count_nonzero(np.less(rel, limit, out=mask))) / rel.size)

@@ -7,6 +7,7 @@ so another plugin can register a table for another framework pair through
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -83,7 +84,37 @@ def load_table(path: Path | str, name: str) -> ApiTable:
     )
 
 
-def builtin_table() -> ApiTable:
-    """The MindSpore -> PyTorch table shipped with this plugin."""
-    with resources.as_file(resources.files("probe_mindspore") / "data" / BUILTIN_TABLE) as path:
-        return load_table(path, "mindspore-to-pytorch-api")
+class BuiltinTable:
+    """The MindSpore -> PyTorch table shipped with this plugin, read from its YAML file the
+    first time a name is translated: runs of other framework pairs never parse it."""
+
+    name = "mindspore-to-pytorch-api"
+    target_framework = "mindspore"
+    golden_framework = "pytorch"
+    option = ApiTable.option
+    also_with = ApiTable.also_with
+    applies = ApiTable.applies
+
+    @functools.cached_property
+    def table(self) -> ApiTable:
+        with resources.as_file(resources.files("probe_mindspore") / "data" / BUILTIN_TABLE) as path:
+            return load_table(path, self.name)
+
+    @property
+    def prefixes(self) -> dict[str, str]:
+        return self.table.prefixes
+
+    @property
+    def apis(self) -> dict[str, str]:
+        return self.table.apis
+
+    def translate(self, key: str) -> str:
+        return self.table.translate(key)
+
+    def normalize(self, key: str, side: str) -> str:
+        return self.table.normalize(key, side)
+
+
+def builtin_table() -> BuiltinTable:
+    """The MindSpore -> PyTorch table shipped with this plugin (read when first used)."""
+    return BuiltinTable()

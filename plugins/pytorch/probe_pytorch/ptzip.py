@@ -11,12 +11,13 @@ storage). Anything else returns ``None`` and the caller falls back to
 from __future__ import annotations
 
 import functools
+import math
 import os
 import pickletools
 import struct
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -37,6 +38,10 @@ _MARK = object()
 _LOCAL_HEADER = 30
 _WHOLE_FILE = 16 * 1024 * 1024  # files up to this size are read in one go
 _TAIL = 65536 + 22  # the end-of-central-directory record lies in the last 64 KiB + 22 bytes
+_END = b"PK\x05\x06"
+_CENTRAL = struct.Struct("<4s6xH12xL3H8xL")
+"""A central directory header: signature, method, uncompressed size, name / extra / comment
+lengths and the offset of the member's local header (46 bytes)."""
 
 
 class _Unusual(Exception):
@@ -119,35 +124,39 @@ def _tensor_spec(pkl: bytes) -> tuple[str, str, int, int, tuple[int, ...], tuple
     return kind[1][6:], str(storage[2]), int(storage[4]), offset, size, stride
 
 
-def read_pt(path: Path) -> np.ndarray | None:
-    """The tensor in ``path`` as a numpy array, or ``None`` when the layout is unusual.
+def read_pt(source: Path | BinaryIO) -> np.ndarray | None:
+    """The tensor in ``source`` (a path or a file opened in binary mode) as a numpy array,
+    or ``None`` when the layout is unusual.
 
     bfloat16 is widened to float32 (exactly). Raises ``OSError``/``zipfile.BadZipFile``
     for unreadable files.
     """
-    with open(path, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        if size <= _WHOLE_FILE:
-            raw = bytearray(size)  # one read; a bytearray keeps the array writable
-            if handle.readinto(raw) != size:
-                return None
-            members = _members(raw, 0)
-        else:
-            raw = None
-            tail_start = max(0, size - _TAIL)
-            handle.seek(tail_start)
-            members = _members(handle.read(), tail_start, handle)
-        if members is None:
-            return _read_with_zipfile(handle)
-        located = _locate(members, lambda offset, length: _slice(raw, handle, offset, length))
-        if located is None:
+    if isinstance(source, (str, os.PathLike)):
+        with open(source, "rb") as handle:
+            return read_pt(handle)
+    handle = source
+    size = os.fstat(handle.fileno()).st_size
+    if size <= _WHOLE_FILE:
+        raw = np.empty(size, dtype=np.uint8)  # one read, no zero-filling; the array stays writable
+        if handle.readinto(raw) != size:
             return None
-        kind, dtype, start, count, shape = located
-        if raw is not None:
-            data = np.frombuffer(raw, dtype=dtype, count=count, offset=start)
-        else:
-            handle.seek(start)
-            data = np.fromfile(handle, dtype=dtype, count=count)
+        members = _members(raw, 0)
+    else:
+        raw = None
+        tail_start = max(0, size - _TAIL)
+        handle.seek(tail_start)
+        members = _members(handle.read(), tail_start, handle)
+    if members is None:
+        return _read_with_zipfile(handle)
+    located = _locate(members, lambda offset, length: _slice(raw, handle, offset, length))
+    if located is None:
+        return None
+    kind, dtype, start, count, shape = located
+    if raw is not None:
+        data = np.frombuffer(raw, dtype=dtype, count=count, offset=start)
+    else:
+        handle.seek(start)
+        data = np.fromfile(handle, dtype=dtype, count=count)
     return _shaped(kind, data, count, shape)
 
 
@@ -163,9 +172,9 @@ def _shaped(kind: str, data: np.ndarray, count: int, shape: tuple[int, ...]) -> 
     return data.reshape(shape)
 
 
-def _slice(raw: bytearray | None, handle: Any, offset: int, length: int) -> bytes:
+def _slice(raw: np.ndarray | None, handle: Any, offset: int, length: int) -> bytes:
     if raw is not None:
-        return bytes(raw[offset : offset + length])
+        return raw[offset : offset + length].tobytes()
     handle.seek(offset)
     return handle.read(length)
 
@@ -177,10 +186,13 @@ def _members(buf: Any, buf_start: int, handle: Any = None) -> dict[str, tuple[in
     for anything this small parser does not handle (zip64, multi-disk): the zipfile
     module then reads the archive.
     """
-    end = bytes(buf[-_TAIL:]).rfind(b"PK\x05\x06")
-    if end < 0:
-        return None
-    end += max(0, len(buf) - _TAIL)
+    if len(buf) >= 22 and bytes(buf[-22:]).rfind(_END) == 0:
+        end = len(buf) - 22  # no archive comment: the record closes the file (torch's case)
+    else:
+        end = bytes(buf[-_TAIL:]).rfind(_END)
+        if end < 0:
+            return None
+        end += max(0, len(buf) - _TAIL)
     if end + 22 > len(buf):
         return None
     _, disk, cd_disk, _, entries, cd_size, cd_offset, _ = struct.unpack_from("<4s4H2LH", buf, end)
@@ -196,13 +208,10 @@ def _members(buf: Any, buf_start: int, handle: Any = None) -> dict[str, tuple[in
     members: dict[str, tuple[int, int, int]] = {}
     pos = 0
     for _ in range(entries):
-        if directory[pos : pos + 4] != b"PK\x01\x02":
+        if len(directory) < pos + _CENTRAL.size:
             return None
-        method, = struct.unpack_from("<H", directory, pos + 10)
-        usize, = struct.unpack_from("<L", directory, pos + 24)
-        name_len, extra_len, comment_len = struct.unpack_from("<3H", directory, pos + 28)
-        offset, = struct.unpack_from("<L", directory, pos + 42)
-        if 0xFFFFFFFF in (usize, offset):
+        signature, method, usize, name_len, extra_len, comment_len, offset = _CENTRAL.unpack_from(directory, pos)
+        if signature != b"PK\x01\x02" or 0xFFFFFFFF in (usize, offset):
             return None
         name = directory[pos + 46 : pos + 46 + name_len].decode("utf-8", "replace")
         members[name] = (method, usize, offset)
@@ -231,18 +240,13 @@ def _locate(members: dict[str, tuple[int, int, int]], read: Any) -> tuple[str, n
     if pkl is None:
         return None
     try:
-        kind, key, numel, offset, shape, stride = _cached_spec(pkl)
+        kind, key, numel, offset, shape, count = _cached_spec(pkl)
     except (_Unusual, ValueError, IndexError, KeyError, TypeError):
         return None
     dtype = _STORAGE_DTYPES.get(kind)
     entry = members.get(f"{prefix}data/{key}")
     if dtype is None or entry is None or entry[0] != zipfile.ZIP_STORED:
         return None
-    count = int(np.prod(shape)) if shape else 1
-    if any(s < 0 for s in shape) or offset < 0:
-        return None
-    if count and (_contiguous_strides(shape) != stride or offset + count > numel):
-        return None  # views and odd layouts: leave them to torch
     if numel * dtype.itemsize != entry[1]:
         return None
     start = _data_start(read, entry[2])
@@ -260,9 +264,21 @@ def _data_start(read: Any, header_offset: int) -> int | None:
 
 
 @functools.lru_cache(maxsize=1024)
-def _cached_spec(pkl: bytes) -> tuple[str, str, int, int, tuple[int, ...], tuple[int, ...]]:
-    """:func:`_tensor_spec`, remembered: tensors of one shape and dtype share their data.pkl."""
-    return _tensor_spec(pkl)
+def _cached_spec(pkl: bytes) -> tuple[str, str, int, int, tuple[int, ...], int]:
+    """``(storage class, storage key, storage numel, offset, size, element count)`` of a
+    plain contiguous tensor, remembered: tensors of one shape and dtype share their data.pkl.
+
+    Raises :class:`_Unusual` for views and odd layouts (left to torch).
+    """
+    kind, key, numel, offset, shape, stride = _tensor_spec(pkl)
+    if not all(isinstance(s, int) for s in shape + stride):
+        raise _Unusual("geometry")
+    count = math.prod(shape)
+    if any(s < 0 for s in shape) or offset < 0:
+        raise _Unusual("geometry")
+    if count and (_contiguous_strides(shape) != stride or offset + count > numel):
+        raise _Unusual("view")
+    return kind, key, numel, offset, shape, count
 
 
 def _read_with_zipfile(handle: Any) -> np.ndarray | None:

@@ -54,12 +54,12 @@ def load_pt(path: Path, max_bytes: int | None = None) -> np.ndarray:
     fd = open_regular(path, "tensor file")
     with open(fd, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
-    if size > MAX_FILE_BYTES:
-        raise InputError(f"tensor file is larger than {MAX_FILE_BYTES // 1024**3} GiB", path)
-    try:
-        array = read_pt(path)  # plain tensors: straight from the zip, no torch needed
-    except (OSError, zipfile.BadZipFile, ValueError):
-        array = None  # torch.load below reports the problem in its own words
+        if size > MAX_FILE_BYTES:
+            raise InputError(f"tensor file is larger than {MAX_FILE_BYTES // 1024**3} GiB", path)
+        try:
+            array = read_pt(handle)  # plain tensors: straight from the zip, no torch needed
+        except (OSError, zipfile.BadZipFile, ValueError):
+            array = None  # torch.load below reports the problem in its own words
     if array is not None:
         return array
     check_inflation(path, inflation_limit(max_bytes))

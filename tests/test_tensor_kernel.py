@@ -1,0 +1,242 @@
+"""The tensor metric paths give, bit for bit, what the straightforward numpy code gives."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis", reason="the property tests need hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from probe.errors import InputError  # noqa: E402
+from probe.modes import tensor_metrics as tm  # noqa: E402
+from probe.modes.tensor import resolve_tensor_file  # noqa: E402
+
+SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def _reference_float32(n: np.ndarray, b: np.ndarray, messages: list[str]) -> tuple[Any, ...] | None:
+    """The float32 path as it was before its buffers were reused (fresh arrays every step)."""
+    n64 = n.astype(np.float64)
+    b64 = b.astype(np.float64)
+    nn = tm._dot(n64, n64)
+    bb = tm._dot(b64, b64)
+    if not (np.isfinite(nn) and np.isfinite(bb)):
+        return None
+    if n.size <= 1:
+        cos: Any = tm.UNSUPPORTED
+    else:
+        norm_n, norm_b = float(np.sqrt(nn)), float(np.sqrt(bb))
+        if norm_n <= tm.EPS64 and norm_b <= tm.EPS64:
+            cos = 1.0
+        elif norm_n <= tm.EPS64:
+            messages.append(tm.MSG_COS_NPU_ZERO)
+            cos = tm.NAN_TEXT
+        elif norm_b <= tm.EPS64:
+            messages.append(tm.MSG_COS_BENCH_ZERO)
+            cos = tm.NAN_TEXT
+        else:
+            value = tm._dot(n64, b64) / (norm_n * norm_b)
+            if np.isnan(value):
+                cos = tm.NAN_TEXT
+            else:
+                value = round(value, 12)
+                cos = round(value, 6) if value > 0.9999 else value
+    diff = n64 - b64
+    euc = float(np.sqrt(tm._dot(diff, diff)))
+    max_abs = tm._round(max(float(diff.max()), -float(diff.min())))
+    n, b = n.astype(np.float32), b.astype(np.float32)
+    rel = tm.relative_errors(n, b) if (b == 0).any() else np.abs((n - b) / b)
+    max_rel = tm._round(float(rel.max()))
+    one = tm._round(float(np.count_nonzero(rel < 0.001)) / rel.size)
+    five = tm._round(float(np.count_nonzero(rel < 0.005)) / rel.size)
+    return (cos, euc, max_abs, max_rel, one, five)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, and of one type (the report prints ``repr``): NaN equals NaN."""
+    if a is None or b is None:
+        return a is b
+    return len(a) == len(b) and all(type(x) is type(y) and (x == y or x != x and y != y) for x, y in zip(a, b))
+
+
+def _pairs(dtype: Any) -> st.SearchStrategy[tuple[np.ndarray, np.ndarray]]:
+    def build(args: tuple[int, int, float, int]) -> tuple[np.ndarray, np.ndarray]:
+        size, seed, noise, zeros = args
+        rng = np.random.default_rng(seed)
+        n = (rng.standard_normal(size) * 10.0 ** rng.integers(-3, 4)).astype(dtype)
+        b = (n.astype(np.float64) + noise * rng.standard_normal(size)).astype(dtype)
+        if zeros:
+            b[rng.integers(0, size, zeros)] = 0
+        return n, b
+
+    sizes = st.sampled_from([1, 2, 3, 7, 8, 9, 17, 1000, 4097, 65536, 70001])
+    return st.tuples(sizes, st.integers(0, 2**32 - 1), st.sampled_from([0.0, 1e-6, 1e-3, 1.0]),
+                     st.sampled_from([0, 0, 1, 5])).map(build)
+
+
+@SETTINGS
+@given(_pairs(np.float32) | _pairs(np.float16))
+def test_float_path_equals_fresh_arrays(pair: tuple[np.ndarray, np.ndarray]) -> None:
+    n, b = pair
+    got_messages: list[str] = []
+    want_messages: list[str] = []
+    got = tm._compare_float32(n, b, got_messages)
+    assert _same(got, _reference_float32(n, b, want_messages))
+    assert got_messages == want_messages
+
+
+def test_reused_buffers_do_not_leak_between_sizes() -> None:
+    rng = np.random.default_rng(1)
+    big = rng.standard_normal(5000).astype(np.float32)
+    small = rng.standard_normal(10).astype(np.float32)
+    first = tm._compare_float32(small, small + 1, [])
+    tm._compare_float32(big, big * 2, [])
+    assert tm._compare_float32(small, small + 1, []) == first
+
+
+def test_tensors_past_the_reuse_limit_get_fresh_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tm, "REUSE_ELEMENTS", 16)
+    rng = np.random.default_rng(2)
+    n = rng.standard_normal(100).astype(np.float32)
+    b = n + np.float32(0.01)
+    assert _same(tm._compare_float32(n, b, []), _reference_float32(n, b, []))
+
+
+def _general_with_blas(n: np.ndarray, b: np.ndarray) -> tuple[Any, ...]:
+    """The general path's metrics computed with ``np.dot`` (BLAS), as before."""
+    monkey = tm._exact_sums
+    tm._exact_sums = lambda *args: False
+    try:
+        return tm.compare_arrays(n, b)
+    finally:
+        tm._exact_sums = monkey
+
+
+@SETTINGS
+@given(st.sampled_from(["bool", "int8", "int32", "int64", "uint8"]), st.integers(2, 30000),
+       st.integers(0, 2**32 - 1), st.sampled_from([1, 100, 10**6, 2**40]))
+def test_integer_tensors_use_exact_sums(dtype: str, size: int, seed: int, top: int) -> None:
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        n, b = rng.random(size) < 0.5, rng.random(size) < 0.5
+    else:
+        info = np.iinfo(dtype)
+        low, high = max(info.min, -top), min(info.max, top)
+        n = rng.integers(low, high, size, dtype=dtype, endpoint=True)
+        b = rng.integers(low, high, size, dtype=dtype, endpoint=True)
+    got = tm.compare_arrays(n, b)
+    want = _general_with_blas(n, b)
+    assert got[1] == want[1] and _same(got[0], want[0])
+
+
+def test_large_integers_keep_blas_sums() -> None:
+    n = np.array([2**40, 3, 2**41], dtype=np.int64)
+    n64 = n.astype(np.float64)
+    assert not tm._exact_sums(n, n, n64, n64)
+    small = np.array([1, 2, 3], dtype=np.int64)
+    assert tm._exact_sums(small, small, small.astype(np.float64), small.astype(np.float64))
+    floats = small.astype(np.float64)
+    assert not tm._exact_sums(floats, floats, floats, floats)
+
+
+def _resolve_by_walk(tensor_dir: Path, data_name: str) -> Path:
+    """How tensor files were found before the plain-name shortcut (every component resolved)."""
+    candidate = (tensor_dir / data_name).resolve()
+    if os.path.isabs(data_name) or tensor_dir.resolve() not in candidate.parents:
+        raise InputError(f"data_name {data_name!r} points outside its dump directory", tensor_dir)
+    return candidate
+
+
+def _outcome(func: Any, *args: Any) -> Any:
+    try:
+        return str(func(*args))
+    except (InputError, ValueError, OSError) as exc:
+        return type(exc).__name__, str(exc)
+
+
+@pytest.mark.parametrize("name", ["x.pt", "missing.pt", "out.pt", "in.pt", "loop.pt", "..", ".", "sub/y.pt",
+                                  "../x.pt", "sub/../x.pt", "sub", "a\\b.pt", " x.pt", "x.pt/", "/etc/passwd"])
+def test_plain_names_resolve_as_before(tmp_path: Path, name: str) -> None:
+    base = tmp_path / "real"
+    tensors = base / "dump_tensor_data"
+    (tensors / "sub").mkdir(parents=True)
+    (tensors / "x.pt").write_bytes(b"x")
+    (tensors / "sub" / "y.pt").write_bytes(b"y")
+    (tmp_path / "secret.pt").write_bytes(b"s")
+    (tensors / "out.pt").symlink_to(tmp_path / "secret.pt")
+    (tensors / "in.pt").symlink_to(tensors / "x.pt")
+    (tensors / "loop.pt").symlink_to(tensors / "loop.pt")
+    (tmp_path / "link").symlink_to(base)  # the dump directory reached through a link
+    for directory in (tensors, tmp_path / "link" / "dump_tensor_data"):
+        if name == "loop.pt":  # the walk crashed on a link loop; now a one-line input error
+            with pytest.raises(InputError, match="cannot be resolved"):
+                resolve_tensor_file(directory, name)
+            continue
+        want = _outcome(_resolve_by_walk, directory, name)
+        assert _outcome(resolve_tensor_file, directory, name) == want
+        assert _outcome(resolve_tensor_file, directory, name, directory.resolve()) == want
+
+
+def _zip_members(data: bytes) -> dict[str, tuple[int, int, int]] | None:
+    """The central directory as the zipfile module reads it."""
+    import io
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            return {i.filename: (i.compress_type, i.file_size, i.header_offset) for i in archive.infolist()}
+    except (zipfile.BadZipFile, ValueError, EOFError, OSError):
+        return None
+
+
+@SETTINGS
+@given(st.sampled_from(["", "a comment", "PK\x05\x06"]), st.integers(1, 5), st.booleans())
+def test_pt_directory_parser_agrees_with_zipfile(comment: str, members: int, deflate: bool) -> None:
+    import io
+    import zipfile
+
+    from probe_pytorch.ptzip import _members
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED) as archive:
+        for i in range(members):
+            archive.writestr(f"t/data/{i}", b"x" * (i * 7))
+        archive.comment = comment.encode()
+    data = out.getvalue()
+    parsed = _members(np.frombuffer(data, dtype=np.uint8), 0)
+    if parsed is not None:
+        assert parsed == _zip_members(data)
+    assert parsed is not None or comment
+
+
+@SETTINGS
+@given(st.binary(max_size=300), st.integers(0, 400))
+def test_pt_directory_parser_survives_damage(noise: bytes, at: int) -> None:
+    import io
+    import zipfile
+
+    from probe_pytorch.ptzip import _members
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("t/data.pkl", b"p" * 20)
+        archive.writestr("t/data/0", b"d" * 40)
+    data = out.getvalue()
+    data = data[: at % len(data)] + noise + data[at % len(data) + len(noise) // 2 :]
+    parsed = _members(np.frombuffer(data, dtype=np.uint8), 0)  # a dict or None, never an exception
+    assert parsed is None or isinstance(parsed, dict)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_zeros_in_the_bench_tensor_take_the_eps_rule(dtype: Any) -> None:
+    n = np.array([0.0, 1.0, 0.0, -2.5, 3.0, 1e-8, 0.0, 7.0, 1.0], dtype=dtype)
+    b = np.array([0.0, 0.0, 1.0, -2.5, 0.0, 0.0, -0.0, 7.5, 1.0], dtype=dtype)
+    assert _same(tm._compare_float32(n, b, []), _reference_float32(n, b, []))
+    big = np.tile(n, 5000)
+    assert _same(tm._compare_float32(big, np.tile(b, 5000), []), _reference_float32(big, np.tile(b, 5000), []))
