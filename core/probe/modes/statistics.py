@@ -347,21 +347,26 @@ def judge_group(group: list[RowResult], cross_rules) -> None:
     for r, verdict, message in early:
         r.raise_to(verdict, message)
     for r in suspicious:
-        t, g = r.pair.target, r.pair.golden
-        if t.requires_grad != NA and g.requires_grad != NA and t.requires_grad != g.requires_grad:
-            r.raise_to(ERROR, common.MSG_REQUIRES_GRAD)
-        if (
-            not common.is_output(t)
-            and "class" in t.dtype
-            and "class" in g.dtype
-            and t.shape == "[]"
-            and t.stats[0] != g.stats[0]
-        ):
-            r.raise_to(ERROR, common.MSG_SCALAR)
-        if (t.dtype != g.dtype and not common.same_dtype(t.dtype, g.dtype)
-                and "qkv" not in g.name and "gate_up" not in g.name):
-            r.raise_to(ERROR, common.MSG_DTYPE)
-        if t.shape != g.shape:
-            r.raise_to(ERROR, common.MSG_SHAPE)
+        structure_rules(r)
     for r, verdict, message in late:
         r.raise_to(verdict, message)
+
+
+def structure_rules(r: RowResult) -> None:
+    """Rules 3-6 on one matched row: requires_grad, scalar value, dtype, shape (in that order)."""
+    t, g = r.pair.target, r.pair.golden
+    if t.requires_grad != NA and g.requires_grad != NA and t.requires_grad != g.requires_grad:
+        r.raise_to(ERROR, common.MSG_REQUIRES_GRAD)
+    if (
+        not common.is_output(t)
+        and "class" in t.dtype
+        and "class" in g.dtype
+        and t.shape == "[]"
+        and t.stats[0] != g.stats[0]
+    ):
+        r.raise_to(ERROR, common.MSG_SCALAR)
+    if (t.dtype != g.dtype and not common.same_dtype(t.dtype, g.dtype)
+            and "qkv" not in g.name and "gate_up" not in g.name):
+        r.raise_to(ERROR, common.MSG_DTYPE)
+    if t.shape != g.shape:
+        r.raise_to(ERROR, common.MSG_SHAPE)
