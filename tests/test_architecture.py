@@ -42,6 +42,13 @@ LAZY_CORE_MODULES = {
     ("probe/builtin/diagnose_command.py", "probe.console"),
     ("probe/builtin/commands.py", "probe.regression.console"),
     ("probe/builtin/graph_commands.py", "probe.regression.console"),
+    # modules a plain compare never uses (report diff, n-way, the diagnosis chart): imported
+    # by the command or option that needs them, not at every start-up
+    ("probe/__init__.py", "probe.regression.diff"),
+    ("probe/__init__.py", "probe.regression.nway"),
+    ("probe/regression/commands.py", "probe.regression.diff"),
+    ("probe/builtin/diagnose_command.py", "probe.viewer.chart"),
+    ("probe/diagnosis/analyzer.py", "probe.viewer.chart"),
 }
 """(file, probe module) pairs kept lazy because the module imports numpy, yaml or rich."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from itertools import groupby
+from operator import attrgetter
 from typing import Any
 
 from probe.highlight import apply_highlight
@@ -18,6 +19,7 @@ from probe.result import UNMATCHED, CompareResult, RowResult
 
 PRECISION = {PASS: 0.0, WARNING: 0.5, ERROR: 1.0}
 """A verdict as the graph's ``precision_index`` colour scale."""
+_ENTRY = attrgetter("pair.target.entry")
 
 
 def judge_records(mode: Any, records: Sequence[RowResult], stack: dict[str, list[str]] | None) -> None:
@@ -27,7 +29,7 @@ def judge_records(mode: Any, records: Sequence[RowResult], stack: dict[str, list
     each entry carries ``str(lines)`` of its stack (``N/A`` when the entry has none).
     """
     stack_text: dict[int, str] = {}  # entries of one stack group share the same list
-    for entry, group_iter in groupby(records, key=lambda r: r.pair.target.entry):
+    for entry, group_iter in groupby(records, key=_ENTRY):
         group = list(group_iter)
         if stack is not None:
             lines = stack.get(entry)

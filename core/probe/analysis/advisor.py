@@ -12,8 +12,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import groupby
 
-from probe.analysis.nodes import Node, build_nodes, has_nan_inf, row_deviation
+from probe.analysis.nodes import (
+    ENTRY_OF, Node, has_nan_inf, is_ignored_entry, result_rank, row_deviation, unjudged_node,
+)
 from probe.model import ERROR, WARNING
 from probe.modes import common
 from probe.result import UNMATCHED, CompareResult, RowResult
@@ -203,19 +206,30 @@ class Advice:
 
 
 def advise(result: CompareResult, nodes: list[Node] | None = None) -> Advice:
-    """Find the first failing row of ``result`` and the node where its difference starts."""
-    nodes = nodes if nodes is not None else build_nodes(result, judge=False)  # -da verdicts are not used here
+    """Find the first failing row of ``result`` and the node where its difference starts.
+
+    Without ``nodes``, a node is made only for the entries the search reads (those up to the
+    culprit, and forward calls of backward ones): the same nodes ``build_nodes(result,
+    judge=False)`` would make (the ``-da`` verdicts are not used here).
+    """
     md5 = result.mode.name == "md5"
     advice = Advice(label=result.label, rank=result.rank, md5=md5)
-    by_entry = {node.entry: node for node in nodes}
+    if nodes is not None:
+        groups = [(node.entry, node.records) for node in nodes]
+        node_at: Callable[[int], Node] = nodes.__getitem__
+    else:
+        groups = [(entry, list(rows)) for entry, rows in groupby(result.records, key=ENTRY_OF)]
+        node_at = _lazy_nodes(result, groups)
+    at_entry = {entry: i for i, (entry, _) in enumerate(groups)}
 
     def facts_of(node: Node) -> NodeFacts:
         forward = _forward_of(node.entry)
-        return node_facts(node, md5, by_entry.get(forward) if forward else None)
+        at = at_entry.get(forward) if forward else None
+        return node_facts(node, md5, node_at(at) if at is not None else None)
 
     failing_index = None
-    for node in nodes:
-        for record in node.records:
+    for i, (_, records) in enumerate(groups):
+        for record in records:
             if record.verdict == UNMATCHED and record.pair.golden is not None:
                 advice.not_compared += 1
                 advice.first_not_compared = advice.first_not_compared or record
@@ -223,15 +237,16 @@ def advise(result: CompareResult, nodes: list[Node] | None = None) -> Advice:
                 advice.unmatched += 1
                 advice.first_unmatched = advice.first_unmatched or record.name
             elif failing_index is None and record.verdict in (WARNING, ERROR):
-                advice.failing, advice.failing_node, failing_index = record, node, node.index
+                advice.failing, failing_index = record, i
     if advice.failing is None:
         if advice.unmatched:
             advice.cause = UNMATCHED_STRUCTURE
         return advice
-    for node in nodes[: failing_index + 1]:
-        if node.is_ignored:
+    advice.failing_node = node_at(failing_index)
+    for i in range(failing_index + 1):
+        if is_ignored_entry(groups[i][0]):  # Node.is_ignored, before making the node
             continue
-        facts = facts_of(node)
+        facts = facts_of(node_at(i))
         if facts.differs:
             advice.culprit = facts
             break
@@ -245,6 +260,22 @@ def advise(result: CompareResult, nodes: list[Node] | None = None) -> Advice:
         advice.failing_facts = facts_of(advice.failing_node)
         advice.failing_relation = advice.failing_facts.relation()
     return advice
+
+
+def _lazy_nodes(result: CompareResult, groups: list[tuple[str, list[RowResult]]]) -> Callable[[int], Node]:
+    """``index -> node`` of the entry groups of ``result``, each node made once, when first asked for."""
+    rank = result_rank(result)
+    stack = result.stack or {}
+    made: dict[int, Node] = {}
+
+    def node_at(index: int) -> Node:
+        node = made.get(index)
+        if node is None:
+            entry, records = groups[index]
+            node = made[index] = unjudged_node(entry, rank, index, records, stack)
+        return node
+
+    return node_at
 
 
 def _pct(value: float) -> str:

@@ -6,7 +6,6 @@ import argparse
 from typing import Any
 
 from probe.builtin.commands import add_compare_arguments, request_from_args
-from probe.viewer.chart import require_png
 
 DIAGNOSE_EPILOG = """examples:
   probe diagnose -tp target/step0 -gp golden/step0 -o out            # one step, every rank
@@ -32,6 +31,8 @@ def run_diagnose_command(args: argparse.Namespace, host: Any) -> int:
     from probe.console import run_with_console  # rich: imported when the command runs
 
     if args.diagnosis_png:
+        from probe.viewer.chart import require_png  # only when a picture is asked for
+
         require_png()
     request = request_from_args(args, host)
     if request.options.get("compare_only") is None:

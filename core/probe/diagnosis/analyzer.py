@@ -15,7 +15,6 @@ from probe.diagnosis.rank import diagnose_facts
 from probe.diagnosis.report import DIVERGENT, Diagnosis
 from probe.io import prepare_output_dir, timestamp
 from probe.result import Analysis, analysable
-from probe.viewer.chart import write_diagnosis_files
 
 DIAGNOSIS_KEY = "_diagnosis"
 """Where the finished diagnosis is left in ``CompareRequest.options`` for later analyzers."""
@@ -50,6 +49,8 @@ class DiagnosisAnalyzer:
         if request.output_dir is not None:
             written.append(diagnosis.write(prepare_output_dir(request.output_dir), timestamp()))
             if request.options.get("diagnosis_html") or request.options.get("diagnosis_png"):
+                from probe.viewer.chart import write_diagnosis_files  # only for the page or the picture
+
                 diagnosis.pictures = write_diagnosis_files(
                     diagnosis, written[0], html=bool(request.options.get("diagnosis_html")),
                     png=bool(request.options.get("diagnosis_png")), title=f"probe diagnosis - {request.target}")

@@ -58,104 +58,110 @@ def _pct(value: float) -> str:
 
 
 class _RankView:
-    """One rank of one step with the derived numbers the ranking needs."""
+    """One rank of one step with the derived numbers the ranking needs, one list entry per node
+    (nodes of one entry, if an entry repeats, share the numbers of its last node)."""
 
     def __init__(self, facts: RankFacts) -> None:
         self.facts = facts
-        self.by_entry = {n.entry: n for n in facts.nodes}
-        self.in_eff: dict[str, float] = {}
-        self.nan_in: dict[str, bool] = {}
-        self.prior: dict[str, float] = {}
-        self.nan_before: dict[str, bool] = {}
+        nodes = facts.nodes
+        self.by_entry = by_entry = {n.entry: n for n in nodes}
+        count = len(nodes)
+        in_eff = [0.0] * count
+        nan_in = [False] * count
+        prior = [0.0] * count  # the worst output deviation of the calls before each one
+        nan_before = [False] * count
         running, nan_seen = 0.0, False
-        for node in facts.nodes:
-            self.prior[node.entry] = running  # the worst output deviation of the calls before this one
-            self.nan_before[node.entry] = nan_seen
-            if math.isfinite(node.out_dev) and node.kind != "parameters_grad":
-                running = max(running, node.out_dev)
+        isfinite = math.isfinite
+        for i, node in enumerate(nodes):
+            prior[i] = running
+            nan_before[i] = nan_seen
+            out_dev = node.out_dev
+            if out_dev > running and node.kind != "parameters_grad" and isfinite(out_dev):
+                running = out_dev
             nan_seen = nan_seen or node.nan_out
             dev, nan = node.in_dev, node.nan_in
-            fwd = self.by_entry.get(forward_of(node.entry) or "") if "backward" in node.entry else None
-            if fwd is not None:
-                dev = max(dev, fwd.in_dev, fwd.out_dev, fwd.param_dev)
-                nan = nan or fwd.nan_in or fwd.nan_out
-            self.in_eff[node.entry] = dev
-            self.nan_in[node.entry] = nan
-        groups = [self.group(n) for n in facts.nodes]
+            if "backward" in node.entry:
+                fwd = by_entry.get(forward_of(node.entry) or "")
+                if fwd is not None:
+                    dev = max(dev, fwd.in_dev, fwd.out_dev, fwd.param_dev)
+                    nan = nan or fwd.nan_in or fwd.nan_out
+            in_eff[i] = dev
+            nan_in[i] = nan
+        if len(by_entry) != count:  # a repeated entry: every node of it reads its last node's numbers
+            last = {n.entry: i for i, n in enumerate(nodes)}
+            at = [last[n.entry] for n in nodes]
+            in_eff, nan_in, prior, nan_before = ([values[j] for j in at] for values in (in_eff, nan_in, prior, nan_before))
+        else:
+            at = range(count)
+        self.in_eff, self.nan_in, self.prior, self.nan_before = in_eff, nan_in, prior, nan_before
+        groups = [f"{n.op}:{'b' if n.backward else 'f'}" for n in nodes]
         samples = [
-            (group, self.in_eff[n.entry], n.out_dev, n.dtype, n.width)
-            for n, group in zip(facts.nodes, groups)
-            if n.kind != "parameters_grad" and math.isfinite(n.out_dev) and math.isfinite(self.in_eff[n.entry])
+            (group, dev, n.out_dev, n.dtype, n.width)
+            for n, group, dev in zip(nodes, groups, in_eff)
+            if n.kind != "parameters_grad" and isfinite(n.out_dev) and isfinite(dev)
         ]
-        self.gains = kind_gains(samples)
-        self.floors = {n.entry: self._floor(n, group) for n, group in zip(facts.nodes, groups)}
-
-    @staticmethod
-    def group(node: NodeFacts) -> str:
-        return f"{node.op}:{'b' if node.backward else 'f'}"
-
-    def floor(self, node: NodeFacts) -> float:
-        """What the dtypes explain of this call's output deviation."""
-        return self.floors[node.entry]
-
-    def _floor(self, node: NodeFacts, group: str) -> float:
-        dev_in = self.in_eff[node.entry]
-        gain = self.gains.get(group, 2.0)
-        return gain * dev_in + local_floor(node.dtype, node.width) if math.isfinite(dev_in) else math.inf
+        gains = self.gains = kind_gains(samples)
+        floors = [
+            gains.get(group, 2.0) * dev + local_floor(n.dtype, n.width) if isfinite(dev) else math.inf
+            for n, group, dev in zip(nodes, groups, in_eff)
+        ]
+        self.floors = [floors[j] for j in at] if count != len(by_entry) else floors
 
 
-def _suspect(view: _RankView, node: NodeFacts) -> Suspect | None:
-    facts = view.facts
+def _suspect(view: _RankView, node: NodeFacts, i: int) -> Suspect | None:
+    """The suspect node ``i`` of the view (``node``) is, if any."""
     if node.kind == "parameters_grad":
         return None
-    floor = view.floor(node)
-    direction = "backward" if node.backward else "forward"
-
-    def make(kind: str, score: float, evidence: str) -> Suspect:
-        return Suspect(node=node.entry, rank=facts.rank, step=facts.step, kind=kind,
-                       score=round(min(score, MAX_SCORE), 3), evidence=evidence, direction=direction,
-                       order=node.order, error=node.out_dev, floor=floor)
-
+    floor = view.floors[i]
     if node.matched == 0 and node.unmatched:
-        return make(STRUCTURE, 1.0, f"{node.entry} has no golden counterpart")
-    if node.nan_out and not view.nan_in[node.entry]:
-        return make(NAN_SOURCE, MAX_SCORE,
-                    f"its inputs are finite (worst {node.worst_in or 'none'} off by {_pct(view.in_eff[node.entry])}) "
-                    f"but {node.worst_out} holds NaN/inf that the golden run does not")
-    if view.nan_in[node.entry]:
-        if not view.nan_before[node.entry] and not node.backward:
-            return make(PARAMETER, MAX_SCORE,
-                        f"input {node.worst_in} holds NaN/inf that the golden run does not, and no earlier call "
-                        f"produced it (a parameter, buffer or data)")
+        return _make(view, node, floor, STRUCTURE, 1.0, f"{node.entry} has no golden counterpart")
+    nan_in = view.nan_in[i]
+    if node.nan_out and not nan_in:
+        return _make(view, node, floor, NAN_SOURCE, MAX_SCORE,
+                     f"its inputs are finite (worst {node.worst_in or 'none'} off by {_pct(view.in_eff[i])}) "
+                     f"but {node.worst_out} holds NaN/inf that the golden run does not")
+    if nan_in:
+        if not view.nan_before[i] and not node.backward:
+            return _make(view, node, floor, PARAMETER, MAX_SCORE,
+                         f"input {node.worst_in} holds NaN/inf that the golden run does not, and no earlier call "
+                         f"produced it (a parameter, buffer or data)")
         return None  # NaN/inf propagated from an input
     local = local_floor(node.dtype, node.width)
     out_excess = node.out_dev / floor if floor > 0 else (math.inf if node.out_dev > 0 else 0.0)
     cast = parameter_floor(node.dtype)
     if node.param_dev > cast:
-        return make(PARAMETER, node.param_dev / cast,
-                    f"parameter {node.worst_param} differs by {_pct(node.param_dev)} "
-                    f"(a cast to {node.dtype or 'its dtype'} explains {_pct(cast)})")
+        return _make(view, node, floor, PARAMETER, node.param_dev / cast,
+                     f"parameter {node.worst_param} differs by {_pct(node.param_dev)} "
+                     f"(a cast to {node.dtype or 'its dtype'} explains {_pct(cast)})")
     # an input no dumped call produced is a parameter or buffer when it differs by more than a cast
     # AND more than anything before it (else it may be a slice or cast of an earlier output)
-    if node.leaf_dev > max(cast, view.prior[node.entry]) and node.leaf_dev >= view.in_eff[node.entry] * 0.999 \
+    if node.leaf_dev > max(cast, view.prior[i]) and node.leaf_dev >= view.in_eff[i] * 0.999 \
             and not node.backward:
-        return make(PARAMETER, node.leaf_dev / cast,
-                    f"input {node.worst_leaf} differs by {_pct(node.leaf_dev)} and no earlier call produced it "
-                    f"(a parameter, buffer or data; a cast to {node.dtype or 'its dtype'} explains {_pct(cast)})")
+        return _make(view, node, floor, PARAMETER, node.leaf_dev / cast,
+                     f"input {node.worst_leaf} differs by {_pct(node.leaf_dev)} and no earlier call produced it "
+                     f"(a parameter, buffer or data; a cast to {node.dtype or 'its dtype'} explains {_pct(cast)})")
     if node.argument and node.out_dev > local:
-        return make(ARGUMENT, max(out_excess, 1.0),
-                    f"{node.argument}; its output {node.worst_out} differs by {_pct(node.out_dev)}")
+        return _make(view, node, floor, ARGUMENT, max(out_excess, 1.0),
+                     f"{node.argument}; its output {node.worst_out} differs by {_pct(node.out_dev)}")
     if out_excess > (EXCESS_BACKWARD if node.backward else EXCESS):
-        return make(INTRODUCED, out_excess,
-                    f"inputs differ by {_pct(view.in_eff[node.entry])}, {node.worst_out} by {_pct(node.out_dev)}: "
-                    f"{out_excess:.3g}x the {_pct(floor)} its inputs and {node.dtype or 'dtype'} rounding explain")
+        return _make(view, node, floor, INTRODUCED, out_excess,
+                     f"inputs differ by {_pct(view.in_eff[i])}, {node.worst_out} by {_pct(node.out_dev)}: "
+                     f"{out_excess:.3g}x the {_pct(floor)} its inputs and {node.dtype or 'dtype'} rounding explain")
     reduced_excess = node.reduced_dev / floor if floor > 0 else (math.inf if node.reduced_dev > 0 else 0.0)
     if reduced_excess > EXCESS_REDUCED:
-        return make(INTRODUCED, reduced_excess,
-                    f"inputs differ by {_pct(view.in_eff[node.entry])}, the reduction {node.worst_reduced} by "
-                    f"{_pct(node.reduced_dev)}: {reduced_excess:.3g}x the {_pct(floor)} its inputs and "
-                    f"{node.dtype or 'dtype'} rounding explain")
+        return _make(view, node, floor, INTRODUCED, reduced_excess,
+                     f"inputs differ by {_pct(view.in_eff[i])}, the reduction {node.worst_reduced} by "
+                     f"{_pct(node.reduced_dev)}: {reduced_excess:.3g}x the {_pct(floor)} its inputs and "
+                     f"{node.dtype or 'dtype'} rounding explain")
     return None
+
+
+def _make(view: _RankView, node: NodeFacts, floor: float, kind: str, score: float, evidence: str) -> Suspect:
+    facts = view.facts
+    return Suspect(node=node.entry, rank=facts.rank, step=facts.step, kind=kind,
+                   score=round(min(score, MAX_SCORE), 3), evidence=evidence,
+                   direction="backward" if node.backward else "forward", order=node.order, error=node.out_dev,
+                   floor=floor)
 
 
 def _explained_modules(view: _RankView, suspects: list[Suspect]) -> set[str]:
@@ -190,7 +196,7 @@ def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
     floor_stats: dict[str, dict[str, Any]] = {}
     for facts in sorted(ranks, key=lambda f: (f.step, f.rank)):
         view = _RankView(facts)
-        found = [s for s in (_suspect(view, n) for n in facts.nodes) if s is not None]
+        found = [s for s in (_suspect(view, n, i) for i, n in enumerate(facts.nodes)) if s is not None]
         explained = _explained_modules(view, [s for s in found if s.kind != STRUCTURE])
         found = [s for s in found if s.node not in explained]
         suspects.extend(found)
@@ -225,19 +231,19 @@ def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
 
 def _series(view: _RankView, found: list[Suspect]) -> dict[str, Any]:
     facts = view.facts
-    points = []
-    for node in facts.nodes:
-        if node.kind == "parameters_grad":
-            continue
-        error, floor = node.out_dev, view.floor(node)
-        points.append({
+    inf = math.inf
+    points = [
+        {
             "node": node.entry,
             "order": node.order,
-            "error": error if error < math.inf else None,
-            "floor": floor if floor < math.inf else None,
+            "error": node.out_dev if node.out_dev < inf else None,
+            "floor": floor if floor < inf else None,
             "module": node.module,
             "direction": "backward" if node.backward else "forward",
             "kind": node.kind,
             "suspect": None,
-        })
+        }
+        for node, floor in zip(facts.nodes, view.floors)
+        if node.kind != "parameters_grad"
+    ]
     return {"rank": facts.rank, "step": facts.step, "label": f"step{facts.step}/rank{facts.rank}", "points": points}

@@ -156,7 +156,7 @@ def stat_problem(row: Row) -> str | None:
     return None
 
 
-_PLAIN = frozenset({float, int, type(None)})
+PLAIN_STATS = frozenset({float, int, type(None)})
 """Statistic types that are always comparable (the common case, checked without a call)."""
 
 
@@ -173,7 +173,7 @@ def not_compared_reason(row: RowResult) -> str | None:
     if g is None:
         return None
     t = pair.target
-    plain = _PLAIN
+    plain = PLAIN_STATS
     a, b, c, d = t.stats
     e, f, h, i = g.stats
     if (a.__class__ in plain and b.__class__ in plain and c.__class__ in plain and d.__class__ in plain

@@ -167,7 +167,13 @@ class StatRowResult(RowResult):
 
 
 def norm_fraction(row: RowResult, inf_counts: bool) -> float:
-    """``relative_fraction`` of a matched row's NormRelativeErr cell.
+    """``relative_fraction`` of a matched row's NormRelativeErr cell (see :func:`norm_fractions`)."""
+    return norm_fractions(row)[inf_counts]
+
+
+def norm_fractions(row: RowResult) -> tuple[float, float]:
+    """``relative_fraction`` of a matched row's NormRelativeErr cell, without and with
+    ``inf`` counting (``norm_fraction(row, False)``, ``norm_fraction(row, True)``).
 
     For the usual row (two finite float norms, metrics not overridden) the fraction is
     computed without writing the cell's text and parsing it back: the text is
@@ -179,14 +185,21 @@ def norm_fraction(row: RowResult, inf_counts: bool) -> float:
         if n.__class__ is float and b.__class__ is float and -_INF < n < _INF and -_INF < b < _INF:
             # the branches of stat_difference's fast path, in its order
             if n == b and n:
-                return 0.0
+                return _NO_ERROR
             if n == b and repr(n) == repr(b):
-                return 0.0
+                return _NO_ERROR
             if b == 0:
-                return _INF if inf_counts else 0.0
-            return abs((n - b) / b * 100) / 100
-        return relative_fraction(row.relative_error(3), inf_counts)
-    return relative_fraction(row.metrics[NORM_REL_INDEX], inf_counts)
+                return _INF_ERROR
+            fraction = abs((n - b) / b * 100) / 100
+            return fraction, fraction
+        text = row.relative_error(3)
+    else:
+        text = row.metrics[NORM_REL_INDEX]
+    return relative_fraction(text, False), relative_fraction(text, True)
+
+
+_NO_ERROR = (0.0, 0.0)
+_INF_ERROR = (0.0, _INF)
 
 
 class StatisticsMode:
@@ -218,19 +231,19 @@ class StatisticsMode:
 
     @staticmethod
     def _cross_rules(inputs: list[RowResult], outputs: list[RowResult]) -> tuple[list, list]:
-        norm_in = max((norm_fraction(r, False) for r in inputs), default=0.0)
+        norm_in = max([norm_fractions(r)[0] for r in inputs], default=0.0)
         early: list[tuple[RowResult, str, str]] = []
-        if norm_in < 0.1:
-            for r in outputs:
-                if norm_fraction(r, True) > 0.5:
-                    early.append((r, ERROR, MSG_NORM_OUTPUT))
         late: list[tuple[RowResult, str, str]] = []
-        if outputs:
-            norms = [norm_fraction(r, False) for r in outputs]
-            norm_out = max(norms)
-            if (norm_in == 0 and norm_out > 0.1) or (norm_in > 0 and norm_out / norm_in > 10):
-                worst = outputs[norms.index(norm_out)]
-                late.append((worst, WARNING, MSG_NORM_RATIO))
+        if not outputs:
+            return early, late
+        fractions = [norm_fractions(r) for r in outputs]
+        if norm_in < 0.1:
+            early = [(r, ERROR, MSG_NORM_OUTPUT) for r, (_, counted) in zip(outputs, fractions) if counted > 0.5]
+        norms = [plain for plain, _ in fractions]
+        norm_out = max(norms)
+        if (norm_in == 0 and norm_out > 0.1) or (norm_in > 0 and norm_out / norm_in > 10):
+            worst = outputs[norms.index(norm_out)]
+            late.append((worst, WARNING, MSG_NORM_RATIO))
         return early, late
 
     def render(self, row: RowResult, with_stack: bool) -> list[Any]:
@@ -273,57 +286,87 @@ def judge_group(group: list[RowResult], cross_rules) -> None:
     Order of messages on a row: nan/inf (1), the mode's early cross rule (2), requires_grad
     (3), scalar value (4), dtype (5), shape (6), the mode's late cross rule (7). Cross-rule
     hits land on the output row that caused them.
+
+    One pass over the rows applies rules 1 and sorts them; rules 3-6 then run only on the
+    rows where one of them can fire (requires_grad, dtype or shape texts differ, or a scalar
+    argument), after the early cross rule.
     """
     if not group:
         return
-    for r in group:
-        reason = common.not_compared_reason(r)
-        if reason:
-            r.mark_not_compared(reason)
     api = common.api_name(group[0].pair.target.entry)
-    if api in common.SKIP_ALL_APIS:
-        return
+    skip = api in common.SKIP_ALL_APIS
     output_only = api in common.OUTPUT_ONLY_APIS
+    plain = common.PLAIN_STATS
+    nan_or_inf = common.is_nan_or_inf
     inputs: list[RowResult] = []
     outputs: list[RowResult] = []
+    suspicious: list[RowResult] = []  # rows where rules 3-6 may fire
     for r in group:
-        if r.pair.golden is None:
-            r.notes.append(common.MSG_UNMATCHED)
-        elif common.is_output(r.pair.target):
+        pair = r.pair
+        g = pair.golden
+        if g is None:
+            if not skip:
+                r.notes.append(common.MSG_UNMATCHED)
+            continue
+        t = pair.target
+        ts, gs = t.stats, g.stats
+        a, b, c, d = ts
+        e, f, h, i = gs
+        if not (a.__class__ in plain and b.__class__ in plain and c.__class__ in plain and d.__class__ in plain
+                and e.__class__ in plain and f.__class__ in plain and h.__class__ in plain
+                and i.__class__ in plain):
+            reason = common.not_compared_reason(r)
+            if reason:
+                r.mark_not_compared(reason)
+        if skip:
+            continue
+        if t.state == "output":
             outputs.append(r)
         else:
             inputs.append(r)
-    if output_only:
-        checked = outputs
-    elif not inputs or not outputs:
-        checked = inputs or outputs
-    else:
-        checked = [r for r in group if r.pair.golden is not None]
-    nan_or_inf = common.is_nan_or_inf
-    for r in checked:
-        t, g = r.pair.target, r.pair.golden
-        if not (nan_or_inf(g.stats[0]) or nan_or_inf(g.stats[1])):
-            if nan_or_inf(t.stats[0]) or nan_or_inf(t.stats[1]):
+            if output_only:
+                continue
+        # rule 1: nan/inf in the target's Max or Min, not in the golden's
+        if e.__class__ is float and f.__class__ is float:
+            golden_bad = e - e != 0.0 or f - f != 0.0  # NaN or +/-inf (x - x is NaN only for those)
+        else:
+            golden_bad = nan_or_inf(e) or nan_or_inf(f)
+        if not golden_bad:
+            if a.__class__ is float and b.__class__ is float:
+                target_bad = a - a != 0.0 or b - b != 0.0
+            else:
+                target_bad = nan_or_inf(a) or nan_or_inf(b)
+            if target_bad:
                 r.raise_to(ERROR, common.MSG_NAN_INF)
+        if (t.dtype != g.dtype or t.shape != g.shape or t.requires_grad != g.requires_grad
+                or "class" in t.dtype):
+            suspicious.append(r)
+    if skip:
+        return
     early, late = ([], []) if output_only else cross_rules(inputs, outputs)
     for r, verdict, message in early:
         r.raise_to(verdict, message)
-    for r in checked:
-        t, g = r.pair.target, r.pair.golden
-        if t.requires_grad != NA and g.requires_grad != NA and t.requires_grad != g.requires_grad:
-            r.raise_to(ERROR, common.MSG_REQUIRES_GRAD)
-        if (
-            not common.is_output(t)
-            and "class" in t.dtype
-            and "class" in g.dtype
-            and t.shape == "[]"
-            and t.stats[0] != g.stats[0]
-        ):
-            r.raise_to(ERROR, common.MSG_SCALAR)
-        if (t.dtype != g.dtype and not common.same_dtype(t.dtype, g.dtype)
-                and "qkv" not in g.name and "gate_up" not in g.name):
-            r.raise_to(ERROR, common.MSG_DTYPE)
-        if t.shape != g.shape:
-            r.raise_to(ERROR, common.MSG_SHAPE)
+    for r in suspicious:
+        structure_rules(r)
     for r, verdict, message in late:
         r.raise_to(verdict, message)
+
+
+def structure_rules(r: RowResult) -> None:
+    """Rules 3-6 on one matched row: requires_grad, scalar value, dtype, shape (in that order)."""
+    t, g = r.pair.target, r.pair.golden
+    if t.requires_grad != NA and g.requires_grad != NA and t.requires_grad != g.requires_grad:
+        r.raise_to(ERROR, common.MSG_REQUIRES_GRAD)
+    if (
+        not common.is_output(t)
+        and "class" in t.dtype
+        and "class" in g.dtype
+        and t.shape == "[]"
+        and t.stats[0] != g.stats[0]
+    ):
+        r.raise_to(ERROR, common.MSG_SCALAR)
+    if (t.dtype != g.dtype and not common.same_dtype(t.dtype, g.dtype)
+            and "qkv" not in g.name and "gate_up" not in g.name):
+        r.raise_to(ERROR, common.MSG_DTYPE)
+    if t.shape != g.shape:
+        r.raise_to(ERROR, common.MSG_SHAPE)

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from probe.hookspecs import hookimpl
 from probe.interfaces import Command
-from probe.regression.diff import diff_reports, markdown
 
 DIFF_EPILOG = """examples:
   probe diff nightly/compare_result_20260101.csv today/compare_result_20260102.csv
@@ -42,6 +41,8 @@ def run_diff_command(args: argparse.Namespace, host: object) -> int:
     """Run ``probe diff``; returns the exit code."""
     from rich.console import Console
     from rich.table import Table
+
+    from probe.regression.diff import diff_reports, markdown  # the diff command only
 
     formats = [f.strip().lower() for f in args.format.split(",") if f.strip()]
     diff = diff_reports(Path(args.old), Path(args.new), args.output_path, tolerances=args.tolerance,

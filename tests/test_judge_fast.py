@@ -1,0 +1,108 @@
+"""The one-pass statistics judge gives the verdicts and messages of the rules applied one by one."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from probe.model import ERROR, NA, WARNING, Pair, Row
+from probe.modes import common
+from probe.modes.statistics import (
+    MSG_NORM_OUTPUT, MSG_NORM_RATIO, StatisticsMode, judge_group, norm_fraction, structure_rules,
+)
+from probe.result import RowResult
+
+
+def _reference_cross_rules(inputs: list[RowResult], outputs: list[RowResult]) -> tuple[list, list]:
+    norm_in = max((norm_fraction(r, False) for r in inputs), default=0.0)
+    early = [(r, ERROR, MSG_NORM_OUTPUT) for r in outputs if norm_in < 0.1 and norm_fraction(r, True) > 0.5]
+    late = []
+    if outputs:
+        norms = [norm_fraction(r, False) for r in outputs]
+        norm_out = max(norms)
+        if (norm_in == 0 and norm_out > 0.1) or (norm_in > 0 and norm_out / norm_in > 10):
+            late.append((outputs[norms.index(norm_out)], WARNING, MSG_NORM_RATIO))
+    return early, late
+
+
+def _reference_judge(group: list[RowResult]) -> None:
+    """The rules in msProbe's order, each over every row it applies to (rules 3-6 on every checked row)."""
+    for r in group:
+        reason = common.not_compared_reason(r)
+        if reason:
+            r.mark_not_compared(reason)
+    api = common.api_name(group[0].pair.target.entry)
+    if api in common.SKIP_ALL_APIS:
+        return
+    output_only = api in common.OUTPUT_ONLY_APIS
+    inputs, outputs = [], []
+    for r in group:
+        if r.pair.golden is None:
+            r.notes.append(common.MSG_UNMATCHED)
+        elif common.is_output(r.pair.target):
+            outputs.append(r)
+        else:
+            inputs.append(r)
+    checked = outputs if output_only else [r for r in group if r.pair.golden is not None]
+    for r in checked:
+        t, g = r.pair.target, r.pair.golden
+        if not (common.is_nan_or_inf(g.stats[0]) or common.is_nan_or_inf(g.stats[1])):
+            if common.is_nan_or_inf(t.stats[0]) or common.is_nan_or_inf(t.stats[1]):
+                r.raise_to(ERROR, common.MSG_NAN_INF)
+    early, late = ([], []) if output_only else _reference_cross_rules(inputs, outputs)
+    for r, verdict, message in early:
+        r.raise_to(verdict, message)
+    for r in checked:  # every checked row, not only those where a rule can fire
+        structure_rules(r)
+    for r, verdict, message in late:
+        r.raise_to(verdict, message)
+
+
+_STATS = st.one_of(
+    st.floats(), st.sampled_from([0.0, -0.0, 1.0, 2.0, 1e-3, math.inf, -math.inf, math.nan]),
+    st.integers(-3, 3), st.none(), st.booleans(), st.sampled_from(["nan", "-inf", "abc", "1.5", NA]),
+)
+_ROW = st.tuples(
+    st.sampled_from(["input", "output", "parameters", "kwargs"]),
+    st.sampled_from(["<class 'int'>", "torch.float32", "float32", "torch.float16", "N/A"]),
+    st.sampled_from(["[]", "[2, 3]", NA]),
+    st.sampled_from(["True", "False", NA]),
+    st.tuples(_STATS, _STATS, _STATS, _STATS),
+)
+
+
+def _row(entry: str, index: int, spec: tuple, name: str = "") -> Row:
+    state, dtype, shape, grad, stats = spec
+    return Row(name or f"{entry}.{state}.{index}", entry, state, dtype, shape, stats, grad, None, "-1")
+
+
+_SCALAR = ("input", "<class 'int'>", "[]", NA, (1, 1, 1, 1))
+
+
+@settings(max_examples=400, deadline=None)
+@example(api="linear", rows=[(_SCALAR, _SCALAR[:4] + ((2, 2, 2, 2),), [True] * 4, False)])  # the scalar rule
+@given(
+    api=st.sampled_from(["linear", "relu", "to", "empty", "all_to_all_single", "_all_gather_base"]),
+    rows=st.lists(st.tuples(_ROW, st.one_of(st.none(), _ROW), st.lists(st.booleans(), min_size=4, max_size=4),
+                            st.booleans()), min_size=1, max_size=6),
+)
+def test_one_pass_judge_equals_the_rules_one_by_one(api: str, rows: list) -> None:
+    entry = f"Functional.{api}.0.forward"
+    mode = StatisticsMode()
+    fast, slow = [], []
+    for i, (target, golden, same, qkv) in enumerate(rows):
+        if golden is not None:  # mostly like the target (as in real dumps), so every rule can fire
+            golden = tuple(t if keep else g for t, g, keep in zip(target, golden, same + [False]))
+        pair = Pair(_row(entry, i, target), None if golden is None else _row(entry, i, golden, "qkv" if qkv else ""))
+        for out in (fast, slow):
+            out.extend(mode.compute([pair], _Ctx()))
+    judge_group(fast, StatisticsMode._cross_rules)
+    _reference_judge(slow)
+    for a, b in zip(fast, slow):
+        assert (a.verdict, a.messages, a.notes) == (b.verdict, b.messages, b.notes)
+
+
+class _Ctx:
+    progress = None
