@@ -3,10 +3,11 @@
 The exporters used to hand every row to ``csv.writer`` as a list of Python values; at a
 few hundred thousand rows that per-row work was most of a statistics compare. Here a
 report arrives as columns (see ``MetricMode.render_columns``): each column is turned into
-its cell texts in a few C-level passes (text columns without a comma, quote or newline
-pass through untouched; repeated texts are quoted once), and lines are joined from the
-columns. The result equals ``csv.writer(lineterminator="\\n")`` with minimal quoting after
-the spreadsheet rule of :mod:`probe.cells` and with infinite statistics as ``inf_text``;
+its cell texts in a few C-level passes (floats formatted in bulk by :func:`float_texts`,
+text columns screened once per distinct text and passed through untouched unless a cell
+needs the spreadsheet rule or quoting), and lines are joined from the columns. The result
+equals ``csv.writer(lineterminator="\\n")`` with minimal quoting after the spreadsheet rule
+of :mod:`probe.cells` and with infinite statistics as ``inf_text``;
 ``tests/test_csv_columns.py`` checks that on random cells and on every report kind.
 """
 
@@ -15,11 +16,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from itertools import compress, repeat
+from operator import is_, itemgetter
 from typing import Any
+
+import orjson
 
 from probe.cells import SUSPECT_START, needs_care, safe_cell
 
-_SUSPECT = tuple(SUSPECT_START)
 _NUMBER_CHARS = frozenset("0123456789.eE+-infatyINFATY")
 """Characters of texts that ``float`` reads exactly when :mod:`probe.cells` calls them numbers."""
 _SPECIAL = (",", '"', "\n")
@@ -28,6 +31,12 @@ _INF = math.inf
 _STR = {str}
 _FLOAT = {float}
 _BOOL_INT = {bool, int}
+_PLAIN = frozenset({float, int, bool, str})
+"""Cell types whose ``str`` is their CSV text (text after the checks of :func:`_text_column`)."""
+_FIRST = itemgetter(slice(None, 1))
+_SUSPECT_FIRST = SUSPECT_START.__contains__
+_REPR_LOW, _REPR_HIGH = 1e-4, 1e16
+"""``repr`` writes a float positionally when ``1e-4 <= abs(value) < 1e16`` (or zero)."""
 
 
 def quote(text: str) -> str:
@@ -37,6 +46,26 @@ def quote(text: str) -> str:
     return text
 
 
+def float_texts(values: Sequence[float]) -> list[str]:
+    """``repr`` of every value of ``values`` (all of type ``float``), formatted in bulk.
+
+    orjson writes the same shortest round-trip digits as ``repr``; only the layout of
+    values outside ``repr``'s positional range differs (orjson writes ``0.00001`` and
+    ``1e-7`` where ``repr`` writes ``1e-05`` and ``1e-07``), and NaN and infinities come
+    out as ``null``. Those few cells take ``repr`` itself.
+    """
+    if not values:
+        return []
+    import numpy as np  # noqa: PLC0415 - numpy only when floats are written
+
+    texts = orjson.dumps(values).decode()[1:-1].split(",")
+    size = np.abs(np.array(values, dtype=np.float64))
+    positional = (size >= _REPR_LOW) & (size < _REPR_HIGH)
+    for i in np.flatnonzero(~positional & (size != 0)).tolist():
+        texts[i] = repr(values[i])
+    return texts
+
+
 def formula_safe(column: Sequence[str]) -> Sequence[str]:
     """An all-``str`` column with :func:`probe.cells.safe_cell` applied where needed.
 
@@ -44,33 +73,52 @@ def formula_safe(column: Sequence[str]) -> Sequence[str]:
     character, or all that do are plain numbers (``-1.5``, ``-inf``; checked with ``float``
     over an alphabet where ``float`` and :mod:`probe.cells` agree).
     """
-    flags = list(map(str.startswith, column, repeat(_SUSPECT)))
-    if "\r" in "".join(column):
-        return [safe_cell(v) if needs_care(v) else v for v in column]
-    if not any(flags):
+    changed = _safe_texts(column)
+    if changed is None:
         return column
-    suspects = list(compress(column, flags))
+    return [changed.get(v, v) for v in column]
+
+
+def _safe_texts(cells: Sequence[str], joined: str | None = None) -> dict[str, str] | None:
+    """``{text: safe_cell(text)}`` of the cells :func:`probe.cells.safe_cell` changes, or
+    ``None`` when it changes none (``joined``: the cells joined by NUL, when at hand)."""
+    if joined is None:
+        joined = "\x00".join(cells)
+    if "\r" in joined:
+        return {v: safe_cell(v) for v in cells if needs_care(v)}
+    flags = list(map(_SUSPECT_FIRST, map(_FIRST, cells)))
+    if not any(flags):
+        return None
+    suspects = list(compress(cells, flags))
     if set("".join(suspects)) <= _NUMBER_CHARS:
         try:
             list(map(float, suspects))
-            return column
+            return None
         except ValueError:
             pass
-    return [safe_cell(v) if flag else v for v, flag in zip(column, flags)]
+    changed = {v: safe_cell(v) for v in suspects}
+    return {k: v for k, v in changed.items() if k is not v} or None
 
 
-def _quoted(column: Sequence[str]) -> list[str]:
-    """:func:`quote` of every cell (repeated texts such as stack info quoted once)."""
-    cache: dict[str, str] = {}
-    out = []
-    for value in column:
-        text = cache.get(value)
-        if text is None:
-            text = quote(value)
-            if len(cache) < 65536:
-                cache[value] = text
-        out.append(text)
-    return out
+def _text_column(column: Sequence[str]) -> Sequence[str]:
+    """CSV fields of an all-``str`` column: the column itself when no cell changes."""
+    distinct = set(column)
+    cells: Sequence[str] = list(distinct) if len(distinct) < len(column) else column
+    joined = "\x00".join(cells)
+    changed = _safe_texts(cells, joined)
+    if changed is None and not any(ch in joined for ch in _SPECIAL):
+        return column
+    changed = changed or {}
+    fields = {}
+    for value in cells:
+        text = changed.get(value, value)
+        field = quote(text)
+        if field is not value:
+            fields[value] = field
+    if not fields:
+        return column
+    get = fields.get
+    return [get(v, v) for v in column]
 
 
 def _finite_floats(column: Sequence[float]) -> bool:
@@ -87,16 +135,14 @@ def column_texts(column: Sequence[Any], stat: bool = False, inf_text: tuple[str,
     ``stat`` columns write an infinite float as ``inf_text`` (the report's statistics
     columns); elsewhere floats are written as ``repr`` like ``csv.writer`` does.
     """
-    types = set(map(type, column))
+    kinds = list(map(type, column))
+    types = set(kinds)
     if types == _STR:
-        column = formula_safe(column)
-        joined = "\x00".join(column)
-        if any(ch in joined for ch in _SPECIAL):
-            return _quoted(column)
-        return column if isinstance(column, list) else list(column)
+        texts = _text_column(column)
+        return texts if isinstance(texts, list) else list(texts)
     pos_inf, neg_inf = inf_text if stat else ("inf", "-inf")
     if types == _FLOAT:
-        out = list(map(repr, column))
+        out = float_texts(column)
         if not _finite_floats(column):
             for i, text in enumerate(out):
                 if text == "inf":
@@ -106,6 +152,35 @@ def column_texts(column: Sequence[Any], stat: bool = False, inf_text: tuple[str,
         return out
     if types <= _BOOL_INT:
         return list(map(str, column))
+    if types <= _PLAIN:
+        texts = _plain_texts(column, kinds, float in types, pos_inf, neg_inf)
+        if texts is not None:
+            return texts
+    return _cell_texts(column, pos_inf, neg_inf)
+
+
+def _plain_texts(column: Sequence[Any], kinds: list[type], floats: bool, pos_inf: str,
+                 neg_inf: str) -> list[str] | None:
+    """Fields of a column of floats, ints, bools and text (``str`` of each, infinities as
+    ``pos_inf``/``neg_inf``), or ``None`` when some text cell needs the spreadsheet rule or quotes."""
+    strs = list(compress(column, map(is_, kinds, repeat(str))))
+    if strs and _text_column(strs) is not strs:
+        return None
+    out = list(map(str, column))
+    if floats and pos_inf != "inf":
+        where = list(compress(range(len(column)), map(is_, kinds, repeat(float))))
+        if not _finite_floats([column[i] for i in where]):
+            for i in where:
+                value = column[i]
+                if value == _INF:
+                    out[i] = pos_inf
+                elif value == -_INF:
+                    out[i] = neg_inf
+    return out
+
+
+def _cell_texts(column: Sequence[Any], pos_inf: str, neg_inf: str) -> list[str]:
+    """Fields of a column of any cells, one cell at a time."""
     out = []
     append = out.append
     for value in column:
