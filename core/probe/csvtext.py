@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from itertools import compress, repeat
-from operator import is_, itemgetter
+from operator import is_, itemgetter, not_
 from typing import Any
 
 import orjson
@@ -161,22 +161,26 @@ def column_texts(column: Sequence[Any], stat: bool = False, inf_text: tuple[str,
 
 def _plain_texts(column: Sequence[Any], kinds: list[type], floats: bool, pos_inf: str,
                  neg_inf: str) -> list[str] | None:
-    """Fields of a column of floats, ints, bools and text (``str`` of each, infinities as
-    ``pos_inf``/``neg_inf``), or ``None`` when some text cell needs the spreadsheet rule or quotes."""
+    """Fields of a column of floats, ints, bools and text (``str`` of each, floats through
+    :func:`float_texts`, infinities as ``pos_inf``/``neg_inf``), or ``None`` when some text
+    cell needs the spreadsheet rule or quotes."""
     strs = list(compress(column, map(is_, kinds, repeat(str))))
     if strs and _text_column(strs) is not strs:
         return None
-    out = list(map(str, column))
-    if floats and pos_inf != "inf":
-        where = list(compress(range(len(column)), map(is_, kinds, repeat(float))))
-        if not _finite_floats([column[i] for i in where]):
-            for i in where:
-                value = column[i]
-                if value == _INF:
-                    out[i] = pos_inf
-                elif value == -_INF:
-                    out[i] = neg_inf
-    return out
+    if not floats:
+        return list(map(str, column))
+    import numpy as np  # noqa: PLC0415 - numpy only when floats are written
+
+    is_float = list(map(is_, kinds, repeat(float)))
+    values = list(compress(column, is_float))
+    texts = float_texts(values)
+    if pos_inf != "inf" and not _finite_floats(values):
+        texts = [pos_inf if t == "inf" else neg_inf if t == "-inf" else t for t in texts]
+    out = np.empty(len(column), dtype=object)
+    where = np.array(is_float, dtype=bool)
+    out[where] = np.array(texts, dtype=object)
+    out[~where] = np.array(list(map(str, compress(column, map(not_, is_float)))), dtype=object)
+    return out.tolist()
 
 
 def _cell_texts(column: Sequence[Any], pos_inf: str, neg_inf: str) -> list[str]:

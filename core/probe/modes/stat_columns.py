@@ -3,8 +3,8 @@
 The eight difference cells of a matched row (``Max diff`` ... ``NormRelativeErr``) are
 ``stat_difference`` of its four statistic pairs. For the usual pair (two finite floats)
 that is one subtraction and one division, done here for every row at once in float64
-(the same IEEE operations, in the same order, as the per-row code) and written with
-``repr``; every other pair (ints, text, NaN, infinities, ``None``) goes through
+(the same IEEE operations, in the same order, as the per-row code) and written as
+``repr`` writes them (:func:`probe.csvtext.float_texts`); every other pair (ints, text, NaN, infinities, ``None``) goes through
 ``stat_difference`` itself, so the cells are the same text either way (tested).
 """
 
@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from probe.csvtext import float_texts
 from probe.modes.common import display_stat
 
 _NAN = float("nan")
@@ -74,14 +75,14 @@ def difference_columns(target_stats: Sequence[tuple[Any, ...]], golden_stats: Se
     diffs: list[list[str]] = []
     rels: list[list[str]] = []
     for j in range(4):
-        d_text = list(map(repr, diff[:, j].tolist()))
-        r_text = list(map("{!r}%".format, rel[:, j].tolist()))
-        for i in np.flatnonzero(zero[:, j]).tolist():
-            d_text[i] = r_text[i] = "0"
-        for i in np.flatnonzero(inf_rel[:, j]).tolist():
-            r_text[i] = "inf"
+        d_text = np.array(float_texts(diff[:, j].tolist()), dtype=object)
+        r_text = np.array(float_texts(rel[:, j].tolist()), dtype=object) + "%"
+        d_text[zero[:, j]] = "0"
+        r_text[zero[:, j]] = "0"
+        r_text[inf_rel[:, j]] = "inf"
+        d_list, r_list = d_text.tolist(), r_text.tolist()
         for i in np.flatnonzero(~ok[:, j]).tolist():
-            d_text[i], r_text[i] = slow(target_stats[i][j], golden_stats[i][j])
-        diffs.append(d_text)
-        rels.append(r_text)
+            d_list[i], r_list[i] = slow(target_stats[i][j], golden_stats[i][j])
+        diffs.append(d_list)
+        rels.append(r_list)
     return diffs + rels
