@@ -11,7 +11,8 @@ that is one subtraction and one division, done here for every row at once in flo
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
+from itertools import chain, compress, repeat
+from operator import is_
 from typing import Any
 
 import numpy as np
@@ -20,33 +21,34 @@ from probe.csvtext import float_texts
 from probe.modes.common import display_stat
 
 _NAN = float("nan")
-_FLOAT = {float}
+_NONE_TYPE = type(None)
 
 
 def _float_matrix(stats: Sequence[tuple[Any, ...]]) -> tuple[np.ndarray, np.ndarray]:
     """``(values, is_float)`` of rows of four statistics; non-floats are NaN with ``is_float`` false."""
     flat = list(chain.from_iterable(stats))
-    if set(map(type, flat)) == _FLOAT:
+    is_float = list(map(is_, map(type, flat), repeat(float)))
+    if all(is_float):
         return np.array(flat, dtype=np.float64).reshape(-1, 4), np.ones((len(stats), 4), dtype=bool)
-    is_float = np.fromiter(map(_is_float, flat), dtype=bool, count=len(flat))
-    values = np.array(flat, dtype=object)
-    values[~is_float] = _NAN
-    return values.astype(np.float64).reshape(-1, 4), is_float.reshape(-1, 4)
-
-
-def _is_float(value: Any) -> bool:
-    return value.__class__ is float
+    where = np.array(is_float, dtype=bool)
+    values = np.full(len(flat), _NAN)
+    values[where] = list(compress(flat, is_float))
+    return values.reshape(-1, 4), where.reshape(-1, 4)
 
 
 def stat_display_columns(stats: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
     """Four columns of statistics as the report shows them (``display_stat`` of each)."""
     columns = [list(c) for c in zip(*stats)] if stats else [[], [], [], []]
     for column in columns:
-        if set(map(type, column)) == _FLOAT:
-            values = np.array(column, dtype=np.float64)
-            bad = np.flatnonzero(np.isnan(values)).tolist()
-        else:
-            bad = [i for i, v in enumerate(column) if v is None or (v.__class__ is float and v != v)]
+        kinds = list(map(type, column))
+        types = set(kinds)
+        bad: list[int] = []
+        if float in types:  # NaN floats
+            is_float = list(map(is_, kinds, repeat(float)))
+            values = np.array(list(compress(column, is_float)), dtype=np.float64)
+            bad = np.flatnonzero(is_float)[np.isnan(values)].tolist()
+        if _NONE_TYPE in types:
+            bad.extend(compress(range(len(column)), map(is_, kinds, repeat(_NONE_TYPE))))
         for i in bad:
             column[i] = display_stat(column[i])
     return columns
