@@ -76,6 +76,9 @@ def difference_columns(target_stats: Sequence[tuple[Any, ...]], golden_stats: Se
     inf_rel = ok & ~zero & (g == 0)
     diffs: list[list[str]] = []
     rels: list[list[str]] = []
+    # cells written as "0", "inf" or by ``slow`` are formatted as 0.0 (cheapest) and replaced
+    diff[~ok | zero] = 0.0
+    rel[~ok | zero | inf_rel] = 0.0
     for j in range(4):
         d_text = np.array(float_texts(diff[:, j].tolist()), dtype=object)
         r_text = np.array(float_texts(rel[:, j].tolist()), dtype=object) + "%"
