@@ -73,7 +73,8 @@ def formula_safe(column: Sequence[str]) -> Sequence[str]:
     character, or all that do are plain numbers (``-1.5``, ``-inf``; checked with ``float``
     over an alphabet where ``float`` and :mod:`probe.cells` agree).
     """
-    changed = _safe_texts(column)
+    distinct = set(column)
+    changed = _safe_texts(list(distinct) if len(distinct) < len(column) else column)
     if changed is None:
         return column
     return [changed.get(v, v) for v in column]
@@ -121,7 +122,7 @@ def _text_column(column: Sequence[str]) -> Sequence[str]:
     return [get(v, v) for v in column]
 
 
-def _finite_floats(column: Sequence[float]) -> bool:
+def finite_floats(column: Sequence[float]) -> bool:
     """Whether a column of floats holds no NaN or infinity (one C-level sum)."""
     try:
         return -_INF < math.fsum(column) < _INF
@@ -143,7 +144,7 @@ def column_texts(column: Sequence[Any], stat: bool = False, inf_text: tuple[str,
     pos_inf, neg_inf = inf_text if stat else ("inf", "-inf")
     if types == _FLOAT:
         out = float_texts(column)
-        if not _finite_floats(column):
+        if not finite_floats(column):
             for i, text in enumerate(out):
                 if text == "inf":
                     out[i] = pos_inf
@@ -174,7 +175,7 @@ def _plain_texts(column: Sequence[Any], kinds: list[type], floats: bool, pos_inf
     is_float = list(map(is_, kinds, repeat(float)))
     values = list(compress(column, is_float))
     texts = float_texts(values)
-    if pos_inf != "inf" and not _finite_floats(values):
+    if pos_inf != "inf" and not finite_floats(values):
         texts = [pos_inf if t == "inf" else neg_inf if t == "-inf" else t for t in texts]
     out = np.empty(len(column), dtype=object)
     where = np.array(is_float, dtype=bool)
@@ -210,11 +211,17 @@ def _cell_texts(column: Sequence[Any], pos_inf: str, neg_inf: str) -> list[str]:
 def safe_cells(column: Sequence[Any], stat: bool, inf_text: tuple[str, str]) -> Sequence[Any]:
     """A column with the exporters' spreadsheet rules applied and values kept as values:
     :func:`probe.cells.safe_cell` on text, infinite floats of ``stat`` columns as ``inf_text``."""
-    types = set(map(type, column))
+    kinds = list(map(type, column))
+    types = set(kinds)
     if types == _STR:
         return formula_safe(column)
-    if types == _FLOAT and (not stat or _finite_floats(column)):
+    if types == _FLOAT and (not stat or finite_floats(column)):
         return column
+    if types <= _PLAIN:
+        strs = list(compress(column, map(is_, kinds, repeat(str))))
+        floats = list(compress(column, map(is_, kinds, repeat(float)))) if stat else []
+        if formula_safe(strs) is strs and finite_floats(floats):
+            return column
     pos_inf, neg_inf = inf_text
     out = []
     for value in column:
