@@ -237,25 +237,22 @@ class XlsxWriter:
         ``out``, a column at a time; the data rows written."""
         self._write_rows(out, columns, (), None, layout)
         width = len(columns)
-        starts = [f'<c r="{column_letter(i)}' for i in range(width)]
+        # one row: '<row r="{0}"><c r="A{0}"{1}<c r="B{0}"{2}...</row>' with the cells' tails
+        row = '<row r="{0}">' + "".join(f'<c r="{column_letter(i)}{{0}}"{{{i + 1}}}' for i in range(width)) + "</row>"
         styles = {name: f'<c s="{i}" r="' for i, name in enumerate(FILLS, start=1)}
         number = 1
         for block in blocks:
             count = len(block[0]) if block else 0
             if len(block) != width or any(len(column) != count for column in block):
                 raise ValueError(f"rows from {number + 1} do not have the header's {width} cells")
-            refs = [f'{n}"' for n in range(number + 1, number + 1 + count)]
             block = [layout.column(i, column) for i, column in enumerate(block)]
-            cells = [list(map(str.__add__, map(start.__add__, refs), column_tails(column)))
-                     for start, column in zip(starts, block)]
-            rows = list(map("".join, zip(*cells))) if width else [""] * count
+            rows = list(map(row.format, range(number + 1, number + 1 + count), *map(column_tails, block)))
             if fill_column is not None:
                 for k, value in enumerate(block[fill_column]):
                     style = styles.get(value)
                     if style is not None:
                         rows[k] = rows[k].replace('<c r="', style)
-            out.write("".join(map("".join, zip(repeat('<row r="'), refs, repeat(">"), rows,
-                                                 repeat("</row>")))).encode())
+            out.write("".join(rows).encode())
             number += count
         return number - 1
 
