@@ -205,9 +205,12 @@ class XlsxWriter:
         """:meth:`add_sheet` of rows given as blocks of columns (each block: one list of values
         per column, all of one length), rendered a column at a time; the same bytes."""
         blocks = iter(blocks)
-        first = next(blocks, None)
-        head = [] if first is None else [first]
-        sample = [list(row) for row in islice(zip(*first), SAMPLE_ROWS)] if first else []
+        head: list[Sequence[Sequence[Any]]] = []  # the blocks that hold the first SAMPLE_ROWS rows
+        seen = 0
+        while seen < SAMPLE_ROWS and (block := next(blocks, None)) is not None:
+            head.append(block)
+            seen += len(block[0]) if block else 0
+        sample = [list(row) for row in islice(chain.from_iterable(zip(*b) for b in head), SAMPLE_ROWS)]
         return self._add(name, columns, sample, rows_count, lambda out, layout: self._write_blocks(
             out, columns, chain(head, blocks), fill_column, layout))
 
