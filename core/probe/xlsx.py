@@ -255,7 +255,8 @@ class XlsxWriter:
                     style = styles.get(value)
                     if style is not None:
                         rows[k] = rows[k].replace('<c r="', style)
-            out.write("".join(rows).encode())
+            for start in range(0, count, _BATCH):  # chunks of the size the row writer hands over
+                out.write("".join(rows[start : start + _BATCH]).encode())
             number += count
         return number - 1
 
