@@ -13,6 +13,7 @@ of :mod:`probe.cells` and with infinite statistics as ``inf_text``;
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from itertools import compress, repeat
@@ -50,20 +51,73 @@ def float_texts(values: Sequence[float]) -> list[str]:
     """``repr`` of every value of ``values`` (all of type ``float``), formatted in bulk.
 
     orjson writes the same shortest round-trip digits as ``repr``; only the layout of
-    values outside ``repr``'s positional range differs (orjson writes ``0.00001`` and
-    ``1e-7`` where ``repr`` writes ``1e-05`` and ``1e-07``), and NaN and infinities come
-    out as ``null``. Those few cells take ``repr`` itself.
+    values outside ``repr``'s positional range differs: orjson writes ``0.0000123`` and
+    ``1.5e-7`` where ``repr`` writes ``1.23e-05`` and ``1.5e-07`` (fixed here with a few
+    string replacements over those tokens), and NaN, infinities and (in older orjson)
+    values from 1e16 on take ``repr`` itself. If the installed orjson lays numbers out
+    otherwise (checked once), every value takes ``repr``.
     """
     if not values:
         return []
+    if not _orjson_layout_known():
+        return list(map(repr, values))
     import numpy as np  # noqa: PLC0415 - numpy only when floats are written
 
     texts = orjson.dumps(values).decode()[1:-1].split(",")
     size = np.abs(np.array(values, dtype=np.float64))
-    positional = (size >= _REPR_LOW) & (size < _REPR_HIGH)
-    for i in np.flatnonzero(~positional & (size != 0)).tolist():
+    with np.errstate(invalid="ignore"):
+        small = (size < _REPR_LOW) & (size != 0)
+        fixed = [(np.flatnonzero(small & (size >= _TENTH_LOW)).tolist(), _positional_small),
+                 (np.flatnonzero(small & (size < _TENTH_LOW)).tolist(), _exponent_small)]
+    for where, fix in fixed:
+        if where:
+            for i, text in zip(where, fix([texts[i] for i in where])):
+                texts[i] = text
+    for i in np.flatnonzero(~(size < _REPR_HIGH)).tolist():  # huge, NaN, infinities
         texts[i] = repr(values[i])
     return texts
+
+
+_TENTH_LOW = 1e-5
+"""orjson writes values from 1e-5 up to 1e-4 positionally (``0.0000123``)."""
+
+
+def _positional_small(texts: list[str]) -> list[str]:
+    """``-0.0000123`` -> ``-1.23e-05`` (orjson's text of values in [1e-5, 1e-4), as ``repr`` has them)."""
+    out = []
+    append = out.append
+    for text in texts:
+        digits = text[7:] if text[0] == "-" else text[6:]
+        if not text.startswith("0.0000", len(text) - len(digits) - 6) or not digits.isdigit():
+            return [repr(float(t)) for t in texts]
+        point = "." if len(digits) > 1 else ""
+        append(f"{text[:len(text) - len(digits) - 6]}{digits[0]}{point}{digits[1:]}e-05")
+    return out
+
+
+def _exponent_small(texts: list[str]) -> list[str]:
+    """``1.5e-7`` -> ``1.5e-07`` (orjson's text of values below 1e-5, as ``repr`` has them)."""
+    joined = ",".join(texts) + ","
+    if joined.count("e-") != len(texts):
+        return [repr(float(t)) for t in texts]
+    for digit in "6789":
+        joined = joined.replace(f"e-{digit},", f"e-0{digit},")
+    return joined[:-1].split(",")
+
+
+@functools.cache
+def _orjson_layout_known() -> bool:
+    """Whether the installed orjson lays numbers out as :func:`float_texts` expects."""
+    probes = [0.0, -0.0, 3.0, 1e-4, 9.999e-05, 1.5e-05, -1e-05, 9.99e-06, 1e-06, 1.5e-07, 1e-10, 5e-324,
+              0.1, 1 / 3, 123456789.125, 9999999999999998.0, 1e15, -2.5, 1e16, 1.7976931348623157e308]
+    size = [abs(v) for v in probes]
+    texts = orjson.dumps(probes).decode()[1:-1].split(",")
+    for i, v in enumerate(size):
+        if 0 < v < _REPR_LOW:
+            texts[i] = (_positional_small if v >= _TENTH_LOW else _exponent_small)([texts[i]])[0]
+        elif v >= _REPR_HIGH:
+            texts[i] = repr(probes[i])
+    return texts == list(map(repr, probes))
 
 
 def formula_safe(column: Sequence[str]) -> Sequence[str]:
