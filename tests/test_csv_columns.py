@@ -120,3 +120,14 @@ def test_float_texts_at_the_layout_edges() -> None:
     values = edges + [-v for v in edges] + special
     assert float_texts(values) == list(map(repr, values))
     assert float_texts([]) == []
+
+
+def test_float_texts_fall_back_to_repr_on_an_unknown_layout(monkeypatch) -> None:
+    import probe.csvtext as csvtext
+
+    values = [1.5e-05, 2e-07, 0.5, 1e16, -3.0]
+    monkeypatch.setattr(csvtext, "_orjson_layout_known", lambda: False)
+    assert csvtext.float_texts(values) == list(map(repr, values))
+    # texts laid out otherwise than expected are re-read and written with repr
+    assert csvtext._positional_small(["1.5e-5", "0.0000123"]) == ["1.5e-05", "1.23e-05"]
+    assert csvtext._exponent_small(["0.0000001", "1e-7"]) == ["1e-07", "1e-07"]
