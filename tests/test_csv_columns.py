@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import probe
 from probe.cells import safe_row
-from probe.csvtext import csv_lines
+from probe.csvtext import csv_lines, float_texts
 from probe.exporters import CSV_INF, _column_rows, _rows
 from probe.modes.common import STAT_COLUMNS
 from probe.modes.stat_columns import difference_columns
@@ -104,3 +104,30 @@ def test_render_columns_equal_render(case: str, mode: str) -> None:
     assert "".join(csv_lines(columns, stat_index, CSV_INF)) == writer_text(list(_rows(result, CSV_INF)), [], CSV_INF)
     for inf_text in (CSV_INF, ("inf", "-inf")):  # the xlsx exporter's rows
         assert list(_column_rows(result, inf_text)) == list(_rows(result, inf_text))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=60))
+def test_float_texts_equal_repr(values: list[float]) -> None:
+    assert float_texts(values) == list(map(repr, values))
+
+
+def test_float_texts_at_the_layout_edges() -> None:
+    edges = [0.0, -0.0, 3.0, -7.0, 1e-4, 9.999999999999999e-05, 1e-05, 1.234e-05, 9.99e-06, 1e-06, 1e-07,
+             -1e-07, 5e-324, 2.2250738585072014e-308, 1e16, 9999999999999998.0, 1e15, 1.2345678901234568e+17,
+             1.7976931348623157e308, -1.5e300, 1e22, 0.1, 1 / 3, 123456789.12345679, 2.5e-05, 0.00012]
+    special = [math.nan, math.inf, -math.inf]
+    values = edges + [-v for v in edges] + special
+    assert float_texts(values) == list(map(repr, values))
+    assert float_texts([]) == []
+
+
+def test_float_texts_fall_back_to_repr_on_an_unknown_layout(monkeypatch) -> None:
+    import probe.csvtext as csvtext
+
+    values = [1.5e-05, 2e-07, 0.5, 1e16, -3.0]
+    monkeypatch.setattr(csvtext, "_orjson_layout_known", lambda: False)
+    assert csvtext.float_texts(values) == list(map(repr, values))
+    # texts laid out otherwise than expected are re-read and written with repr
+    assert csvtext._positional_small(["1.5e-5", "0.0000123"]) == ["1.5e-05", "1.23e-05"]
+    assert csvtext._exponent_small(["0.0000001", "1e-7"]) == ["1e-07", "1e-07"]

@@ -8,6 +8,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openpyxl import load_workbook
 
 import probe.zipstream
@@ -185,3 +187,60 @@ def test_report_opens_ready_to_read(tmp_path):
         isinstance(v, str) and v.replace(".", "", 1).lstrip("-").isdigit() for v in values)
     md5_like = [row[0].value for row in sheet.iter_rows(min_row=2, max_col=1)]
     assert all(isinstance(v, str) for v in md5_like)
+
+
+xlsx_cells = st.one_of(
+    st.text(max_size=8),
+    st.sampled_from(["", " x", "x ", "a<b", "&", "-0.5", "1e-07", "2.5%", "red", "yellow", "0", "nan", "inf",
+                     "1e999", " 1", "\x00", "\r\n", "y" * (MAX_CELL_TEXT + 1)]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-10**20, 10**20),
+    st.booleans(),
+    st.none(),
+)
+
+
+def _sheet_bytes(path: Path) -> bytes:
+    with zipfile.ZipFile(path) as archive:
+        return archive.read("xl/worksheets/sheet1.xml")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 5).flatmap(lambda w: st.lists(st.lists(xlsx_cells, min_size=w, max_size=w), max_size=12)),
+       st.integers(1, 5), st.booleans())
+def test_sheet_from_column_blocks_equals_sheet_from_rows(tmp_path_factory, rows, block, fill):
+    """add_sheet_columns writes the bytes add_sheet writes, whatever the cells and block sizes."""
+    width = len(rows[0]) if rows else 3
+    header = ["text", "Max diff", "number", "flag", "Highlight"][:width]
+    fill_column = width - 1 if fill else None
+    blocks = [[list(c) for c in zip(*rows[i:i + block])] for i in range(0, len(rows), block)]
+    folder = tmp_path_factory.mktemp("blocks")
+    with XlsxWriter(folder / "rows.xlsx") as book:
+        book.add_sheet("Sheet1", header, rows, rows_count=len(rows), fill_column=fill_column)
+    with XlsxWriter(folder / "columns.xlsx") as book:
+        book.add_sheet_columns("Sheet1", header, blocks, rows_count=len(rows), fill_column=fill_column)
+    assert _sheet_bytes(folder / "columns.xlsx") == _sheet_bytes(folder / "rows.xlsx")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.text(max_size=6), st.sampled_from(["-0.5", "1e-07", "2.5%", "+3", ".5", "1_0", "1e999",
+                                                                    " 1", "nan", "-inf", "0x1", "", "1.5e+300"]),
+                          st.floats().map(repr)), max_size=20))
+def test_numeric_column_equals_cell_by_cell(texts):
+    layout = sheet_format(["Max diff"], [["-0.5"]])
+    assert layout.numeric == (True,)
+    assert list(layout.column(0, texts)) == [layout.cell(0, t) for t in texts]
+
+
+def test_column_path_xlsx_equals_row_path(tmp_path):
+    """A statistics report written from columns has the sheet the row-by-row writer gives."""
+    case = PYTORCH_CASES / "nan_inf_cnn" if (PYTORCH_CASES / "nan_inf_cnn").exists() else None
+    if case is None:
+        pytest.skip("fixture missing")
+    target = next(case.glob("target/**/dump.json"))
+    golden = case / "golden" / target.relative_to(case / "target")
+    result = compare(target, golden, analyze=False).results[0]
+    XlsxExporter().write(result, tmp_path / "columns.xlsx")
+    with XlsxWriter(tmp_path / "rows.xlsx") as book:
+        book.add_sheet("Sheet1", result.columns, _rows(result, ("inf", "-inf")), rows_count=len(result))
+    assert _sheet_bytes(tmp_path / "columns.xlsx") == _sheet_bytes(tmp_path / "rows.xlsx")

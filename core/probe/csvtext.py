@@ -3,23 +3,27 @@
 The exporters used to hand every row to ``csv.writer`` as a list of Python values; at a
 few hundred thousand rows that per-row work was most of a statistics compare. Here a
 report arrives as columns (see ``MetricMode.render_columns``): each column is turned into
-its cell texts in a few C-level passes (text columns without a comma, quote or newline
-pass through untouched; repeated texts are quoted once), and lines are joined from the
-columns. The result equals ``csv.writer(lineterminator="\\n")`` with minimal quoting after
-the spreadsheet rule of :mod:`probe.cells` and with infinite statistics as ``inf_text``;
+its cell texts in a few C-level passes (floats formatted in bulk by :func:`float_texts`,
+text columns screened once per distinct text and passed through untouched unless a cell
+needs the spreadsheet rule or quoting), and lines are joined from the columns. The result
+equals ``csv.writer(lineterminator="\\n")`` with minimal quoting after the spreadsheet rule
+of :mod:`probe.cells` and with infinite statistics as ``inf_text``;
 ``tests/test_csv_columns.py`` checks that on random cells and on every report kind.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from itertools import compress, repeat
+from operator import is_, itemgetter, not_
 from typing import Any
+
+import orjson
 
 from probe.cells import SUSPECT_START, needs_care, safe_cell
 
-_SUSPECT = tuple(SUSPECT_START)
 _NUMBER_CHARS = frozenset("0123456789.eE+-infatyINFATY")
 """Characters of texts that ``float`` reads exactly when :mod:`probe.cells` calls them numbers."""
 _SPECIAL = (",", '"', "\n")
@@ -28,6 +32,12 @@ _INF = math.inf
 _STR = {str}
 _FLOAT = {float}
 _BOOL_INT = {bool, int}
+_PLAIN = frozenset({float, int, bool, str})
+"""Cell types whose ``str`` is their CSV text (text after the checks of :func:`_text_column`)."""
+_FIRST = itemgetter(slice(None, 1))
+_SUSPECT_FIRST = SUSPECT_START.__contains__
+_REPR_LOW, _REPR_HIGH = 1e-4, 1e16
+"""``repr`` writes a float positionally when ``1e-4 <= abs(value) < 1e16`` (or zero)."""
 
 
 def quote(text: str) -> str:
@@ -37,6 +47,79 @@ def quote(text: str) -> str:
     return text
 
 
+def float_texts(values: Sequence[float]) -> list[str]:
+    """``repr`` of every value of ``values`` (all of type ``float``), formatted in bulk.
+
+    orjson writes the same shortest round-trip digits as ``repr``; only the layout of
+    values outside ``repr``'s positional range differs: orjson writes ``0.0000123`` and
+    ``1.5e-7`` where ``repr`` writes ``1.23e-05`` and ``1.5e-07`` (fixed here with a few
+    string replacements over those tokens), and NaN, infinities and (in older orjson)
+    values from 1e16 on take ``repr`` itself. If the installed orjson lays numbers out
+    otherwise (checked once), every value takes ``repr``.
+    """
+    if not values:
+        return []
+    if not _orjson_layout_known():
+        return list(map(repr, values))
+    import numpy as np  # noqa: PLC0415 - numpy only when floats are written
+
+    texts = orjson.dumps(values).decode()[1:-1].split(",")
+    size = np.abs(np.array(values, dtype=np.float64))
+    with np.errstate(invalid="ignore"):
+        small = (size < _REPR_LOW) & (size != 0)
+        fixed = [(np.flatnonzero(small & (size >= _TENTH_LOW)).tolist(), _positional_small),
+                 (np.flatnonzero(small & (size < _TENTH_LOW)).tolist(), _exponent_small)]
+    for where, fix in fixed:
+        if where:
+            for i, text in zip(where, fix([texts[i] for i in where])):
+                texts[i] = text
+    for i in np.flatnonzero(~(size < _REPR_HIGH)).tolist():  # huge, NaN, infinities
+        texts[i] = repr(values[i])
+    return texts
+
+
+_TENTH_LOW = 1e-5
+"""orjson writes values from 1e-5 up to 1e-4 positionally (``0.0000123``)."""
+
+
+def _positional_small(texts: list[str]) -> list[str]:
+    """``-0.0000123`` -> ``-1.23e-05`` (orjson's text of values in [1e-5, 1e-4), as ``repr`` has them)."""
+    out = []
+    append = out.append
+    for text in texts:
+        digits = text[7:] if text[0] == "-" else text[6:]
+        if not text.startswith("0.0000", len(text) - len(digits) - 6) or not digits.isdigit():
+            return [repr(float(t)) for t in texts]
+        point = "." if len(digits) > 1 else ""
+        append(f"{text[:len(text) - len(digits) - 6]}{digits[0]}{point}{digits[1:]}e-05")
+    return out
+
+
+def _exponent_small(texts: list[str]) -> list[str]:
+    """``1.5e-7`` -> ``1.5e-07`` (orjson's text of values below 1e-5, as ``repr`` has them)."""
+    joined = ",".join(texts) + ","
+    if joined.count("e-") != len(texts):
+        return [repr(float(t)) for t in texts]
+    for digit in "6789":
+        joined = joined.replace(f"e-{digit},", f"e-0{digit},")
+    return joined[:-1].split(",")
+
+
+@functools.cache
+def _orjson_layout_known() -> bool:
+    """Whether the installed orjson lays numbers out as :func:`float_texts` expects."""
+    probes = [0.0, -0.0, 3.0, 1e-4, 9.999e-05, 1.5e-05, -1e-05, 9.99e-06, 1e-06, 1.5e-07, 1e-10, 5e-324,
+              0.1, 1 / 3, 123456789.125, 9999999999999998.0, 1e15, -2.5, 1e16, 1.7976931348623157e308]
+    size = [abs(v) for v in probes]
+    texts = orjson.dumps(probes).decode()[1:-1].split(",")
+    for i, v in enumerate(size):
+        if 0 < v < _REPR_LOW:
+            texts[i] = (_positional_small if v >= _TENTH_LOW else _exponent_small)([texts[i]])[0]
+        elif v >= _REPR_HIGH:
+            texts[i] = repr(probes[i])
+    return texts == list(map(repr, probes))
+
+
 def formula_safe(column: Sequence[str]) -> Sequence[str]:
     """An all-``str`` column with :func:`probe.cells.safe_cell` applied where needed.
 
@@ -44,36 +127,56 @@ def formula_safe(column: Sequence[str]) -> Sequence[str]:
     character, or all that do are plain numbers (``-1.5``, ``-inf``; checked with ``float``
     over an alphabet where ``float`` and :mod:`probe.cells` agree).
     """
-    flags = list(map(str.startswith, column, repeat(_SUSPECT)))
-    if "\r" in "".join(column):
-        return [safe_cell(v) if needs_care(v) else v for v in column]
-    if not any(flags):
+    distinct = set(column)
+    changed = _safe_texts(list(distinct) if len(distinct) < len(column) else column)
+    if changed is None:
         return column
-    suspects = list(compress(column, flags))
+    return [changed.get(v, v) for v in column]
+
+
+def _safe_texts(cells: Sequence[str], joined: str | None = None) -> dict[str, str] | None:
+    """``{text: safe_cell(text)}`` of the cells :func:`probe.cells.safe_cell` changes, or
+    ``None`` when it changes none (``joined``: the cells joined by NUL, when at hand)."""
+    if joined is None:
+        joined = "\x00".join(cells)
+    if "\r" in joined:
+        return {v: safe_cell(v) for v in cells if needs_care(v)}
+    flags = list(map(_SUSPECT_FIRST, map(_FIRST, cells)))
+    if not any(flags):
+        return None
+    suspects = list(compress(cells, flags))
     if set("".join(suspects)) <= _NUMBER_CHARS:
         try:
             list(map(float, suspects))
-            return column
+            return None
         except ValueError:
             pass
-    return [safe_cell(v) if flag else v for v, flag in zip(column, flags)]
+    changed = {v: safe_cell(v) for v in suspects}
+    return {k: v for k, v in changed.items() if k is not v} or None
 
 
-def _quoted(column: Sequence[str]) -> list[str]:
-    """:func:`quote` of every cell (repeated texts such as stack info quoted once)."""
-    cache: dict[str, str] = {}
-    out = []
-    for value in column:
-        text = cache.get(value)
-        if text is None:
-            text = quote(value)
-            if len(cache) < 65536:
-                cache[value] = text
-        out.append(text)
-    return out
+def _text_column(column: Sequence[str]) -> Sequence[str]:
+    """CSV fields of an all-``str`` column: the column itself when no cell changes."""
+    distinct = set(column)
+    cells: Sequence[str] = list(distinct) if len(distinct) < len(column) else column
+    joined = "\x00".join(cells)
+    changed = _safe_texts(cells, joined)
+    if changed is None and not any(ch in joined for ch in _SPECIAL):
+        return column
+    changed = changed or {}
+    fields = {}
+    for value in cells:
+        text = changed.get(value, value)
+        field = quote(text)
+        if field is not value:
+            fields[value] = field
+    if not fields:
+        return column
+    get = fields.get
+    return [get(v, v) for v in column]
 
 
-def _finite_floats(column: Sequence[float]) -> bool:
+def finite_floats(column: Sequence[float]) -> bool:
     """Whether a column of floats holds no NaN or infinity (one C-level sum)."""
     try:
         return -_INF < math.fsum(column) < _INF
@@ -87,17 +190,15 @@ def column_texts(column: Sequence[Any], stat: bool = False, inf_text: tuple[str,
     ``stat`` columns write an infinite float as ``inf_text`` (the report's statistics
     columns); elsewhere floats are written as ``repr`` like ``csv.writer`` does.
     """
-    types = set(map(type, column))
+    kinds = list(map(type, column))
+    types = set(kinds)
     if types == _STR:
-        column = formula_safe(column)
-        joined = "\x00".join(column)
-        if any(ch in joined for ch in _SPECIAL):
-            return _quoted(column)
-        return column if isinstance(column, list) else list(column)
+        texts = _text_column(column)
+        return texts if isinstance(texts, list) else list(texts)
     pos_inf, neg_inf = inf_text if stat else ("inf", "-inf")
     if types == _FLOAT:
-        out = list(map(repr, column))
-        if not _finite_floats(column):
+        out = float_texts(column)
+        if not finite_floats(column):
             for i, text in enumerate(out):
                 if text == "inf":
                     out[i] = pos_inf
@@ -106,6 +207,39 @@ def column_texts(column: Sequence[Any], stat: bool = False, inf_text: tuple[str,
         return out
     if types <= _BOOL_INT:
         return list(map(str, column))
+    if types <= _PLAIN:
+        texts = _plain_texts(column, kinds, float in types, pos_inf, neg_inf)
+        if texts is not None:
+            return texts
+    return _cell_texts(column, pos_inf, neg_inf)
+
+
+def _plain_texts(column: Sequence[Any], kinds: list[type], floats: bool, pos_inf: str,
+                 neg_inf: str) -> list[str] | None:
+    """Fields of a column of floats, ints, bools and text (``str`` of each, floats through
+    :func:`float_texts`, infinities as ``pos_inf``/``neg_inf``), or ``None`` when some text
+    cell needs the spreadsheet rule or quotes."""
+    strs = list(compress(column, map(is_, kinds, repeat(str))))
+    if strs and _text_column(strs) is not strs:
+        return None
+    if not floats:
+        return list(map(str, column))
+    import numpy as np  # noqa: PLC0415 - numpy only when floats are written
+
+    is_float = list(map(is_, kinds, repeat(float)))
+    values = list(compress(column, is_float))
+    texts = float_texts(values)
+    if pos_inf != "inf" and not finite_floats(values):
+        texts = [pos_inf if t == "inf" else neg_inf if t == "-inf" else t for t in texts]
+    out = np.empty(len(column), dtype=object)
+    where = np.array(is_float, dtype=bool)
+    out[where] = np.array(texts, dtype=object)
+    out[~where] = np.array(list(map(str, compress(column, map(not_, is_float)))), dtype=object)
+    return out.tolist()
+
+
+def _cell_texts(column: Sequence[Any], pos_inf: str, neg_inf: str) -> list[str]:
+    """Fields of a column of any cells, one cell at a time."""
     out = []
     append = out.append
     for value in column:
@@ -131,11 +265,17 @@ def column_texts(column: Sequence[Any], stat: bool = False, inf_text: tuple[str,
 def safe_cells(column: Sequence[Any], stat: bool, inf_text: tuple[str, str]) -> Sequence[Any]:
     """A column with the exporters' spreadsheet rules applied and values kept as values:
     :func:`probe.cells.safe_cell` on text, infinite floats of ``stat`` columns as ``inf_text``."""
-    types = set(map(type, column))
+    kinds = list(map(type, column))
+    types = set(kinds)
     if types == _STR:
         return formula_safe(column)
-    if types == _FLOAT and (not stat or _finite_floats(column)):
+    if types == _FLOAT and (not stat or finite_floats(column)):
         return column
+    if types <= _PLAIN:
+        strs = list(compress(column, map(is_, kinds, repeat(str))))
+        floats = list(compress(column, map(is_, kinds, repeat(float)))) if stat else []
+        if formula_safe(strs) is strs and finite_floats(floats):
+            return column
     pos_inf, neg_inf = inf_text
     out = []
     for value in column:

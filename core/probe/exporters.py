@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from functools import partial
 from itertools import islice
@@ -25,6 +25,8 @@ from probe.xlsx import XlsxWriter
 CSV_MAX_ROWS = 1_000_000
 CSV_INF = (" inf", " -inf")
 """How the CSV writes infinite statistics."""
+XLSX_INF = ("inf", "-inf")
+"""How the xlsx writes infinite statistics."""
 SPLIT_MIN_ROWS = 20_000
 """Reports with at least this many rows are rendered by two processes (see :mod:`probe.runtime`)."""
 XLSX_MAX_ROWS = 1_048_500
@@ -54,14 +56,22 @@ def _rows(result: CompareResult, inf_text: tuple[str, str]) -> Iterator[list[Any
         yield [safe_cell(v) if v.__class__ is str and (v[:1] in starts or "\r" in v) else v for v in row]
 
 
-def _column_rows(result: CompareResult, inf_text: tuple[str, str]) -> Iterator[list[Any]]:
-    """:func:`_rows` of a result whose mode renders whole columns, a chunk at a time."""
+def _column_blocks(result: CompareResult, inf_text: tuple[str, str], start: int = 0,
+                   stop: int | None = None) -> Iterator[list[Sequence[Any]]]:
+    """Rows ``start:stop`` of a result whose mode renders whole columns, as blocks of columns
+    with the rules of :func:`_rows` applied, a chunk of rows at a time."""
     columns = result.columns
     stat_index = {columns.index(c) for c in STAT_COLUMNS if c in columns}
-    for begin in range(0, len(result), COLUMN_CHUNK):
-        table = result.table_columns(begin, begin + COLUMN_CHUNK)
-        safe = [safe_cells(col, i in stat_index, inf_text) for i, col in enumerate(table)]
-        yield from map(list, zip(*safe))
+    stop = len(result) if stop is None else stop
+    for begin in range(start, stop, COLUMN_CHUNK):
+        table = result.table_columns(begin, min(stop, begin + COLUMN_CHUNK))
+        yield [safe_cells(col, i in stat_index, inf_text) for i, col in enumerate(table)]
+
+
+def _column_rows(result: CompareResult, inf_text: tuple[str, str]) -> Iterator[list[Any]]:
+    """:func:`_rows` of a result whose mode renders whole columns, a chunk at a time."""
+    for block in _column_blocks(result, inf_text):
+        yield from map(list, zip(*block))
 
 
 def _renders_columns(result: CompareResult) -> bool:
@@ -235,13 +245,20 @@ class XlsxExporter:
         total = len(result)
         sheets = max(1, math.ceil(total / self.max_rows))
         per_sheet = math.ceil(total / sheets) if total else 0
-        rows = _column_rows(result, ("inf", "-inf")) if _renders_columns(result) else _rows(result, ("inf", "-inf"))
+        by_columns = _renders_columns(result)
+        rows = _rows(result, XLSX_INF)
         out = atomic_path(path)
         with out as tmp, XlsxWriter(tmp) as book:
             for index in range(sheets):
-                count = min(per_sheet, total - index * per_sheet)
-                book.add_sheet("Sheet1" if sheets == 1 else f"part_{index}", safe_row(columns), islice(rows, per_sheet),
-                               rows_count=count, fill_column=highlight)
+                name = "Sheet1" if sheets == 1 else f"part_{index}"
+                start = index * per_sheet
+                count = min(per_sheet, total - start)
+                if by_columns:
+                    book.add_sheet_columns(name, safe_row(columns), _column_blocks(result, XLSX_INF, start, start + count),
+                                           rows_count=count, fill_column=highlight)
+                else:
+                    book.add_sheet(name, safe_row(columns), islice(rows, per_sheet), rows_count=count,
+                                   fill_column=highlight)
         return [out.path]
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import is_, itemgetter, not_
 from typing import Any
 
 SAMPLE_ROWS = 500
@@ -18,6 +20,9 @@ MIN_WIDTH, MAX_WIDTH = 6.0, 80.0
 """Column widths, in characters: long texts (stacks, messages) are cut at MAX_WIDTH."""
 _TEXT_COLUMN_WORDS = ("name", "md5", "dtype", "shape", "message", "stack", "result", "requires_grad", "accuracy")
 """Columns whose header holds one of these words keep their values as text (an md5 of digits stays text)."""
+
+_NUMBER_START = frozenset("-+.0123456789")
+_FIRST = itemgetter(slice(None, 1))
 
 
 @dataclass(frozen=True)
@@ -39,9 +44,38 @@ class SheetFormat:
         return value
 
 
+    def column(self, index: int, values: Sequence[Any]) -> Sequence[Any]:
+        """:meth:`cell` of every value of column ``index`` (``values`` itself when none changes)."""
+        if not self.numeric[index]:
+            return values
+        where = list(compress(range(len(values)), map(is_, map(type, values), repeat(str))))
+        if not where:
+            return values
+        out = list(values)
+        for i, number in zip(where, _numbers([values[i] for i in where])):
+            if number is not None:
+                out[i] = number
+        return out
+
+
+def _numbers(texts: list[str]) -> list[float | None]:
+    """:func:`_number` of every text; texts that end with ``%`` (relative errors) are skipped
+    at once and the rest parsed in one pass when all of them are numbers."""
+    flags = list(map(str.endswith, texts, repeat("%")))
+    maybe = list(compress(texts, map(not_, flags)))
+    try:
+        parsed = list(map(float, maybe))
+        if not all(map(math.isfinite, parsed)) or set(map(_FIRST, maybe)) - _NUMBER_START:
+            raise ValueError
+    except ValueError:
+        parsed = list(map(_number, maybe))
+    numbers = iter(parsed)
+    return [None if flag else next(numbers) for flag in flags]
+
+
 def _number(text: str) -> float | None:
     """A finite float written as plain decimal/exponent text (``"-0.5"``, ``"1e-07"``), else ``None``."""
-    if not text or text[0] not in "-+.0123456789":
+    if not text or text[0] not in _NUMBER_START:
         return None
     try:
         number = float(text)

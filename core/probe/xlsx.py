@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import numbers
 import re
-from collections.abc import Iterable, Sequence
-from itertools import chain, islice
+from collections.abc import Callable, Iterable, Sequence
+from itertools import chain, compress, islice, repeat
+from operator import is_, itemgetter
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from probe.csvtext import finite_floats, float_texts
 from probe.sheet_format import SAMPLE_ROWS, SheetFormat, sheet_format
 from probe.zipstream import MemberWriter, ZipStream
 
@@ -36,6 +38,9 @@ _FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _CACHE_LIMIT = 100_000
 _CACHE_CHARS = 8_000_000
 _BATCH = 2048  # rows rendered before a write
+_INLINE, _INLINE_END = ' t="inlineStr"><is><t>', "</t></is></c>"
+"""A text cell that needs no escaping is ``_INLINE + text + _INLINE_END``."""
+_FIRST, _LAST = itemgetter(slice(None, 1)), itemgetter(slice(-1, None))
 
 
 def column_letter(index: int) -> str:
@@ -97,6 +102,58 @@ def _other_cell(value: Any) -> str:
     return _text_cell(str(value))
 
 
+def _cell_tail(value: Any) -> str:
+    """The part of a ``<c>`` element after ``r="A1"`` for any value."""
+    if value.__class__ is not str or not value:
+        return _other_cell(value)
+    if (len(value) > MAX_CELL_TEXT or "&" in value or "<" in value or ">" in value
+            or not value.isprintable() or value[0] == " " or value[-1] == " "):
+        return _text_cell(value)
+    return _INLINE + value + _INLINE_END  # the common case
+
+
+def column_tails(column: Sequence[Any]) -> list[str]:
+    """:func:`_cell_tail` of every value of a column, a kind of value at a time (finite floats
+    formatted in bulk by :func:`probe.csvtext.float_texts`, texts by :func:`_text_tails`)."""
+    kinds = list(map(type, column))
+    types = set(kinds)
+    if len(types) <= 1:
+        return _kind_tails(column, kinds[0]) if kinds else []
+    import numpy as np  # noqa: PLC0415 - numpy only when reports render
+
+    out = np.empty(len(column), dtype=object)
+    for kind in types:
+        flags = list(map(is_, kinds, repeat(kind)))
+        out[np.array(flags, dtype=bool)] = np.array(_kind_tails(list(compress(column, flags)), kind), dtype=object)
+    return out.tolist()
+
+
+def _kind_tails(values: list[Any], kind: type) -> list[str]:
+    """:func:`_cell_tail` of values all of type ``kind``."""
+    if kind is str:
+        return _text_tails(values)
+    if kind is float and finite_floats(values):
+        return ("><v>" + "</v></c>\x00><v>".join(float_texts(values)) + "</v></c>").split("\x00")
+    return list(map(_cell_tail, values))
+
+
+def _text_tails(texts: list[str]) -> list[str]:
+    """:func:`_cell_tail` of every text: each distinct text once, and at once for texts that
+    need no escaping (no markup characters, printable, no outer spaces, not empty or too long)."""
+    distinct = set(texts)
+    cells = list(distinct) if len(distinct) < len(texts) else texts
+    whole = "".join(cells)
+    if ("&" in whole or "<" in whole or ">" in whole or "" in distinct or not whole.isprintable()
+            or " " in "".join(map(_FIRST, cells)) or " " in "".join(map(_LAST, cells))
+            or max(map(len, cells)) > MAX_CELL_TEXT):
+        tails = list(map(_cell_tail, cells))
+    else:  # printable: no NUL in any text, so NUL separates them
+        tails = (_INLINE + f"{_INLINE_END}\x00{_INLINE}".join(cells) + _INLINE_END).split("\x00")
+    if cells is texts:
+        return tails
+    return list(map(dict(zip(cells, tails)).__getitem__, texts))
+
+
 class XlsxWriter:
     """Write an xlsx workbook sheet by sheet; use as a context manager (closes the package)."""
 
@@ -132,17 +189,43 @@ class XlsxWriter:
         layout (frozen header, autofilter, widths, numeric text stored as numbers) is decided
         by :func:`probe.sheet_format.sheet_format` from the header and the first rows.
         """
-        self._sheets.append(name)
-        width = len(columns)
         rows = iter(rows)
         sample = list(islice(rows, SAMPLE_ROWS))
+        return self._add(name, columns, sample, rows_count, lambda out, layout: self._write_rows(
+            out, columns, chain(sample, rows), fill_column, layout))
+
+    def add_sheet_columns(
+        self,
+        name: str,
+        columns: Sequence[str],
+        blocks: Iterable[Sequence[Sequence[Any]]],
+        rows_count: int | None = None,
+        fill_column: int | None = None,
+    ) -> int:
+        """:meth:`add_sheet` of rows given as blocks of columns (each block: one list of values
+        per column, all of one length), rendered a column at a time; the same bytes."""
+        blocks = iter(blocks)
+        head: list[Sequence[Sequence[Any]]] = []  # the blocks that hold the first SAMPLE_ROWS rows
+        seen = 0
+        while seen < SAMPLE_ROWS and (block := next(blocks, None)) is not None:
+            head.append(block)
+            seen += len(block[0]) if block else 0
+        sample = [list(row) for row in islice(chain.from_iterable(zip(*b) for b in head), SAMPLE_ROWS)]
+        return self._add(name, columns, sample, rows_count, lambda out, layout: self._write_blocks(
+            out, columns, chain(head, blocks), fill_column, layout))
+
+    def _add(self, name: str, columns: Sequence[str], sample: list[Sequence[Any]], rows_count: int | None,
+             body: Callable[[MemberWriter, SheetFormat], int]) -> int:
+        """Write one worksheet part around ``body(out, layout)``, which writes the rows."""
+        self._sheets.append(name)
+        width = len(columns)
         layout = sheet_format(columns, sample)
         dimension = ""
         if rows_count is not None and width:
             dimension = f'<dimension ref="A1:{column_letter(width - 1)}{rows_count + 1}"/>'
         with self._zip.member(f"xl/worksheets/sheet{len(self._sheets)}.xml") as out:
             out.write(f'{_HEAD}<worksheet xmlns="{_MAIN_NS}">{dimension}{_view(layout, width)}<sheetData>'.encode())
-            written = self._write_rows(out, columns, chain(sample, rows), fill_column, layout)
+            written = body(out, layout)
             out.write(b"</sheetData>")
             area = f"A1:{column_letter(width - 1)}{written + 1}" if width and layout.autofilter else None
             if area:
@@ -150,6 +233,32 @@ class XlsxWriter:
             out.write(b"</worksheet>")
         self._filters.append(area)
         return written
+
+    def _write_blocks(self, out: MemberWriter, columns: Sequence[str], blocks: Iterable[Sequence[Sequence[Any]]],
+                      fill_column: int | None, layout: SheetFormat) -> int:
+        """Render the header and the rows of ``blocks`` (see :meth:`add_sheet_columns`) into
+        ``out``, a column at a time; the data rows written."""
+        self._write_rows(out, columns, (), None, layout)
+        width = len(columns)
+        # one row: '<row r="{0}"><c r="A{0}"{1}<c r="B{0}"{2}...</row>' with the cells' tails
+        row = '<row r="{0}">' + "".join(f'<c r="{column_letter(i)}{{0}}"{{{i + 1}}}' for i in range(width)) + "</row>"
+        styles = {name: f'<c s="{i}" r="' for i, name in enumerate(FILLS, start=1)}
+        number = 1
+        for block in blocks:
+            count = len(block[0]) if block else 0
+            if len(block) != width or any(len(column) != count for column in block):
+                raise ValueError(f"rows from {number + 1} do not have the header's {width} cells")
+            block = [layout.column(i, column) for i, column in enumerate(block)]
+            rows = list(map(row.format, range(number + 1, number + 1 + count), *map(column_tails, block)))
+            if fill_column is not None:
+                for k, value in enumerate(block[fill_column]):
+                    style = styles.get(value)
+                    if style is not None:
+                        rows[k] = rows[k].replace('<c r="', style)
+            for start in range(0, count, _BATCH):  # chunks of the size the row writer hands over
+                out.write("".join(rows[start : start + _BATCH]).encode())
+            number += count
+        return number - 1
 
     def _write_rows(self, out: MemberWriter, columns: Sequence[str], rows: Iterable[Sequence[Any]],
                     fill_column: int | None, layout: SheetFormat | None = None) -> int:
@@ -169,11 +278,7 @@ class XlsxWriter:
                 return f"><v>{value!r}</v></c>"
             if cls is not str or not value:
                 return _other_cell(value)
-            if (len(value) > MAX_CELL_TEXT or "&" in value or "<" in value or ">" in value
-                    or not value.isprintable() or value[0] == " " or value[-1] == " "):
-                text = _text_cell(value)
-            else:  # the common case, inlined
-                text = f' t="inlineStr"><is><t>{value}</t></is></c>'
+            text = _cell_tail(value)
             nonlocal cached_chars
             cached_chars += len(value)
             if len(cache) >= _CACHE_LIMIT or cached_chars > _CACHE_CHARS:

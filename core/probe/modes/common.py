@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from itertools import compress
 from operator import attrgetter
 from typing import Any
 
@@ -51,6 +52,7 @@ MSG_SHAPE = "error: The shape of NPU and Bench are inconsistent."
 MSG_UNMATCHED = "No bench data matched."
 _NA4 = (NA,) * 4
 _INF = math.inf
+_HAS_TEXT = attrgetter("has_text")
 
 
 def display_stat(value: Any) -> Any:
@@ -104,6 +106,20 @@ def err_message(row: RowResult) -> str:
     if not row.has_text:
         return "[]"
     return json.dumps(row.messages + row.notes, ensure_ascii=False)
+
+
+def err_message_column(records: Sequence[RowResult]) -> list[str]:
+    """:func:`err_message` of every record (each distinct list of texts encoded once)."""
+    column = ["[]"] * len(records)
+    texts: dict[tuple[str, ...], str] = {}
+    for i in compress(range(len(records)), map(_HAS_TEXT, records)):
+        row = records[i]
+        key = (*row.messages, *row.notes)
+        text = texts.get(key)
+        if text is None:
+            text = texts[key] = json.dumps(list(key), ensure_ascii=False)
+        column[i] = text
+    return column
 
 
 def stack_cell(row: RowResult, stack: dict[str, list[str]] | None, first_of_entry: bool) -> Any:
@@ -230,7 +246,7 @@ def tail_columns(records: Sequence[RowResult], with_stack: bool) -> list[list[An
     columns = [
         list(map(requires_grad_consistent, records)),
         [r.verdict for r in records],
-        list(map(err_message, records)),
+        err_message_column(records),
     ]
     if with_stack:
         columns.append([r.extra_value("stack", NA) for r in records])
