@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable
+from operator import itemgetter
 from typing import Any
 
 from probe.errors import InputError
@@ -169,16 +170,57 @@ def _walk(value: Any, name: str, entry: str, state: str, out: RowList, depth: in
                 out.has_md5 = True
             out.append(leaf_row(name, entry, state, value))
         else:
-            for key, item in value.items():
-                _walk(item, f"{name}.{key}", entry, state, out, depth + 1, list_index)
+            _walk_items(value.items(), name, entry, state, out, depth + 1, True, list_index)
     elif isinstance(value, (list, tuple)):
-        if list_index:
-            for index, item in enumerate(value):
-                _walk(item, f"{name}.{index}", entry, state, out, depth + 1, list_index)
-        else:
-            for item in value:
-                _walk(item, name, entry, state, out, depth + 1, list_index)
+        _walk_items(enumerate(value) if list_index else value, name, entry, state, out, depth + 1, list_index,
+                    list_index)
     # scalars outside a leaf object carry no information the reports use: skipped
+
+
+def _walk_items(items: Iterable[Any], prefix: str, entry: str, state: str, out: RowList, depth: int,
+                labelled: bool, list_index: bool) -> None:
+    """:func:`_walk` each child of a dict or list: ``(label, value)`` pairs when ``labelled``
+    (the child's name is ``prefix.label``), else bare values named ``prefix``.
+
+    The common children are rows built right here (:func:`_tensor_row`, ``null``); any
+    other child goes through :func:`_walk`, which gives the same rows more slowly.
+    """
+    append = out.append
+    for item in items:
+        if labelled:
+            label, value = item
+            name = f"{prefix}.{label}"
+        else:
+            value, name = item, prefix
+        if value is None and depth <= MAX_DEPTH:
+            append(Row(name, entry, state, NA, NA, NO_STATS, NA, None, "-1"))
+            continue
+        if value.__class__ is dict and depth <= MAX_DEPTH and _tensor_row(name, entry, state, value, out):
+            continue
+        _walk(value, name, entry, state, out, depth, list_index)
+
+
+_RG_TEXT = {True: "True", False: "False"}
+
+
+def _tensor_row(name: str, entry: str, state: str, leaf: dict[str, Any], out: RowList) -> bool:
+    """Append the row of a plain tensor leaf, as :func:`leaf_row` builds it; ``False`` (and
+    nothing appended) for any other object, which :func:`_walk` then handles."""
+    get = leaf.get
+    dtype = get("dtype")
+    rg = get("requires_grad")
+    requires_grad = _RG_TEXT.get(rg) if rg.__class__ is bool else (NA if rg is None else None)
+    if (dtype.__class__ is not str or requires_grad is None or get("type").__class__ is not str
+            or get("data_name", "-1") != "-1" or "tensor" in leaf):
+        return False
+    md5 = get("md5")
+    if md5 is not None or "md5" in leaf:
+        out.has_md5 = True
+        if not md5:
+            md5 = EMPTY_MD5
+    out.append(Row(name, entry, state, _TEXTS.get(dtype) or _shared(dtype), _shape_text(get("shape")),
+                   (get("Max"), get("Min"), get("Mean"), get("Norm")), requires_grad, md5, "-1"))
+    return True
 
 
 def flatten_entry(name: str, body: Any, kind: str, out: RowList) -> None:
