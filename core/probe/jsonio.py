@@ -112,6 +112,18 @@ def csv_rows(path: Path, field_limit: int = CSV_FIELD_BYTES, what: str = "CSV fi
             raise InputError(f"cannot be read ({exc.strerror})", path) from None
 
 
+def available_memory() -> int | None:
+    """Bytes of memory this machine can still give (``MemAvailable``); ``None`` when unknown."""
+    try:
+        with open("/proc/meminfo", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def _size(count: int) -> str:
     return f"{count / (1 << 30):.1f} GiB" if count >= 1 << 30 else f"{count / (1 << 20):.1f} MiB"
 

@@ -9,9 +9,14 @@ from typing import Any
 
 from probe.errors import InputError
 from probe.formats.msprobe.dtypes import PROCESS_GROUP, TORCH_SIZE
+from probe.jsonio import available_memory
 from probe.model import NA, Row, RowList
 
 MAX_DEPTH = 400
+ROW_BYTES = 1024
+"""Memory one row costs through a compare, about (its object, its pair and its result)."""
+MIN_ROW_LIMIT = 4_000_000
+"""A dump may always have this many rows, whatever memory the machine reports free."""
 
 # Keys of a forward/backward entry, in the order their rows are output:
 # inputs first, then parameters, then outputs.
@@ -113,13 +118,25 @@ def leaf_row(name: str, entry: str, state: str, leaf: dict[str, Any] | None) -> 
     if name.rsplit(".", 1)[-1] in COMM_SCALAR_NAMES:
         text = _py_repr(value)
         return Row(name, entry, state, str(leaf_type), "[]", (text,) * 4, requires_grad, md5 or text, data_name)
-    return Row(
-        name, entry, state, f"<class '{type(value).__name__}'>", "[]", (value,) * 4, requires_grad,
-        md5 or crc32_hex(_py_repr(value)), data_name,
-    )
+    dtype, stats, checksum = _scalar_cells(value)
+    return Row(name, entry, state, dtype, "[]", stats, requires_grad, md5 or checksum, data_name)
 
 
 _TEXTS: dict[str, str] = {}
+_SCALARS: dict[tuple[type, str], tuple[str, tuple[Any, ...], str]] = {}
+
+
+def _scalar_cells(value: Any) -> tuple[str, tuple[Any, ...], str]:
+    """The dtype cell, stats and checksum of a scalar leaf's ``value``; rows of equal
+    scalars (same type, same text) share them."""
+    text = _py_repr(value)
+    key = (value.__class__, text)
+    cells = _SCALARS.get(key)
+    if cells is None:
+        cells = (_shared(f"<class '{type(value).__name__}'>"), (value,) * 4, crc32_hex(text))
+        if len(text) <= 64 and len(_SCALARS) < 100_000:
+            _SCALARS[key] = cells
+    return cells
 _SHAPES: dict[tuple, str] = {}
 
 
@@ -187,6 +204,8 @@ def _walk_items(items: Iterable[Any], prefix: str, entry: str, state: str, out: 
     """
     append = out.append
     for item in items:
+        if len(out) >= out.limit:
+            _too_many(out, entry)
         if labelled:
             label, value = item
             name = f"{prefix}.{label}"
@@ -246,16 +265,35 @@ def flatten_entry(name: str, body: Any, kind: str, out: RowList) -> None:
         _walk(section, f"{name}.{prefix}", name, state, out, 1)
 
 
+def _too_many(rows: RowList, entry: str) -> None:
+    raise InputError(f"has too many leaves for the memory available (over {rows.limit:,} rows, about "
+                     f"{ROW_BYTES} bytes each through a compare; at entry {entry})")
+
+
+def row_limit() -> int:
+    """The most rows one dump may flatten to: what half the available memory holds (the
+    other half is the other dump's), at least :data:`MIN_ROW_LIMIT`."""
+    free = available_memory()
+    return MIN_ROW_LIMIT if free is None else max(MIN_ROW_LIMIT, free // (2 * ROW_BYTES))
+
+
 def flatten_entries(
-    entries: Iterable[tuple[str, Any]], debug: bool = False, names: list[str] | None = None
+    entries: Iterable[tuple[str, Any]], debug: bool = False, names: list[str] | None = None,
+    max_rows: int | None = None,
 ) -> tuple[RowList, list[str], int]:
     """Flatten all entries; return ``(rows, skipped entry names, entry count)``.
 
-    ``names``, when given, receives every entry name in file order (skipped ones too)."""
+    ``names``, when given, receives every entry name in file order (skipped ones too).
+    Past ``max_rows`` rows the dump is refused (an :class:`InputError`) before memory runs
+    out: a few bytes of JSON (``null,``) make a row of a few hundred bytes."""
     rows = RowList()
+    if max_rows is not None:
+        rows.limit = max_rows
     skipped: list[str] = []
     count = 0
     for name, body in entries:
+        if len(rows) >= rows.limit:
+            _too_many(rows, name)
         count += 1
         if names is not None:
             names.append(name)
