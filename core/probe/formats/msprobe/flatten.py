@@ -214,7 +214,8 @@ def _walk_items(items: Iterable[Any], prefix: str, entry: str, state: str, out: 
         if value is None and depth <= MAX_DEPTH:
             append(Row(name, entry, state, NA, NA, NO_STATS, NA, None, "-1"))
             continue
-        if value.__class__ is dict and depth <= MAX_DEPTH and _tensor_row(name, entry, state, value, out):
+        if (value.__class__ is dict and "dtype" in value and depth <= MAX_DEPTH
+                and _tensor_row(name, entry, state, value, out)):
             continue
         _walk(value, name, entry, state, out, depth, list_index)
 
