@@ -168,6 +168,7 @@ def read_json_member(path: Path, key: str) -> tuple[Any, Iterator[tuple[str, Any
         except orjson.JSONDecodeError:
             doc = None
         if isinstance(doc, dict) and doc.get(key) == {}:
+            _release(raw, 0, len(raw))  # finding the pieces read every page
             return doc, _member_entries(raw, pieces, path, key)
     return parse_json(raw, path), None
 
@@ -202,7 +203,9 @@ def _member_entries(raw: bytes, pieces: list[tuple[int, int]], path: Path, key: 
     """Yield the member's entries piece by piece (see :func:`read_json_member`)."""
     taken = 0
     last = len(pieces) - 1
+    released = 0
     for index, (begin, stop) in enumerate(pieces):
+        released = _release(raw, released, begin)
         if stop - begin > MAX_WHOLE_JSON_BYTES:
             raise InputError(f"has an entry too large to parse ({_size(stop - begin)} from byte {begin})", path)
         text = raw[begin:stop].rstrip()
@@ -230,6 +233,21 @@ def _member_entries(raw: bytes, pieces: list[tuple[int, int]], path: Path, key: 
         for name in list(part):
             taken += 1
             yield name, part.pop(name)
+
+
+_PAGE = mmap.PAGESIZE
+
+
+def _release(raw: bytes | mmap.mmap, start: int, stop: int) -> int:
+    """Drop the pages of a mapped file between ``start`` and ``stop`` from this process's
+    memory (they stay in the page cache, and come back if read again); returns where the
+    next release starts. A dump.json read piece by piece then never counts whole in the
+    process's resident memory."""
+    stop -= stop % _PAGE
+    if stop > start and isinstance(raw, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        raw.madvise(mmap.MADV_DONTNEED, start, stop - start)
+        return stop
+    return start
 
 
 def parse_json(raw: bytes | mmap.mmap, path: Path) -> Any:
