@@ -91,7 +91,8 @@ def _reference_match(target: list[Row], golden: list[Row], key_map: KeyMap | Non
     return pairs, len(golden) - len(used)
 
 
-_row_specs = st.lists(st.tuples(st.sampled_from(["A.f.0.forward", "A.f.1.backward", "A.f.3.backward", "M.m.L.backward.2"]),
+_row_specs = st.lists(st.tuples(st.sampled_from(["A.f.0.forward", "A.f.1.backward", "A.f.3.backward",
+                                                 "M.m.L.backward.2"]),
                                 st.sampled_from(["0", "1"]),
                                 st.sampled_from(["torch.float32", "torch.float16", "torch.int64", "Float32"])),
                       max_size=12)

@@ -68,7 +68,8 @@ def match_exact(
 
     A golden key seen several times repeats the target row once per golden row. With a
     ``key_map`` the target key comes from the mapper; ``left_join`` mappers switch the dtype
-    gate off. Returns the pairs and the number of golden rows no target row matched.
+    gate off; the gate is asked about different dtypes only (equal ones always pass).
+    Returns the pairs and the number of golden rows no target row matched.
     """
     golden_keys = list(map(_KEY, golden))
     by_key: dict[str, Any] = dict(zip(golden_keys, golden))
@@ -91,7 +92,8 @@ def match_exact(
         used = sum(len(rows) if rows.__class__ is list else 1 for rows in map(by_key.__getitem__, met))
         return pairs, len(golden) - used
     if gate is not None:  # rows of different dtypes are few: test them one by one
-        for index in [i for i, row, cand in zip(count(), target, found) if cand is not None and row.dtype != cand.dtype]:
+        differ = [i for i, row, cand in zip(count(), target, found) if cand is not None and row.dtype != cand.dtype]
+        for index in differ:
             if not gate(target[index].dtype, found[index].dtype):
                 found[index] = None
     return list(map(Pair, target, found)), len(golden) - len(met)

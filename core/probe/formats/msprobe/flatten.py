@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable
-from operator import itemgetter
 from typing import Any
 
 from probe.errors import InputError
@@ -137,6 +136,8 @@ def _scalar_cells(value: Any) -> tuple[str, tuple[Any, ...], str]:
         if len(text) <= 64 and len(_SCALARS) < 100_000:
             _SCALARS[key] = cells
     return cells
+
+
 _SHAPES: dict[tuple, str] = {}
 
 
