@@ -127,3 +127,16 @@ def test_backward_keys_renumber_by_order() -> None:
     assert rows[2].key is rows[2].name
     assign_keys(rows, False)
     assert all(row.key is row.name for row in rows)
+
+
+def test_scalar_rows_share_cells_only_when_type_and_text_agree() -> None:
+    values = [0.0, -0.0, 1, 1.0, True, "1", None, 0.0, 1, [1, 2], [1, 2], float("inf")]
+    body = {"input_args": [{"type": type(v).__name__, "value": v} for v in values]}
+    rows = flatten.flatten_entries([("Functional.f.0.forward", body)])[0]
+    for row, value in zip(rows, values):
+        assert repr(row.stats) == repr((value,) * 4)
+        assert row.dtype == f"<class '{type(value).__name__}'>"
+        assert row.md5 == flatten.crc32_hex(str(value))
+    assert rows[0].stats is rows[7].stats and rows[2].stats is rows[8].stats
+    assert rows[0].stats is not rows[1].stats and rows[2].stats is not rows[3].stats
+    assert rows[9].stats[0] is not rows[10].stats[0]  # lists are never shared

@@ -123,6 +123,8 @@ def leaf_row(name: str, entry: str, state: str, leaf: dict[str, Any] | None) -> 
 
 _TEXTS: dict[str, str] = {}
 _SCALARS: dict[tuple[type, str], tuple[str, tuple[Any, ...], str]] = {}
+_SHAREABLE = frozenset({int, float, bool, str, type(None)})
+"""Immutable value types whose rows may share one stats tuple."""
 
 
 def _scalar_cells(value: Any) -> tuple[str, tuple[Any, ...], str]:
@@ -133,7 +135,7 @@ def _scalar_cells(value: Any) -> tuple[str, tuple[Any, ...], str]:
     cells = _SCALARS.get(key)
     if cells is None:
         cells = (_shared(f"<class '{type(value).__name__}'>"), (value,) * 4, crc32_hex(text))
-        if len(text) <= 64 and len(_SCALARS) < 100_000:
+        if value.__class__ in _SHAREABLE and len(text) <= 64 and len(_SCALARS) < 100_000:
             _SCALARS[key] = cells
     return cells
 
