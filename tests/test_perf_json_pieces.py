@@ -70,3 +70,40 @@ def test_other_layouts_are_parsed_whole(tmp_path: Path, indent) -> None:
     doc, entries = read_json_member(_write(tmp_path / "dump.json", data, indent), "data")
     assert entries is None
     assert doc["data"] == data
+
+
+def test_mapped_pieces_released_and_read_again_on_fallback(tmp_path: Path, monkeypatch) -> None:
+    data = {f"Functional.relu.{i}.forward": _entry(float(i)) for i in range(400)}
+    data["Functional.relu.300.forward"] = _entry(float("nan"))  # a late piece falls back to the whole file
+    path = _write(tmp_path / "dump.json", data)
+    monkeypatch.setattr(jsonio, "MAP_BYTES", 0)  # memory-mapped, released piece by piece
+    monkeypatch.setattr(jsonio, "CHUNK_BYTES", 5000)
+    _, entries = _entries(path)
+    assert [name for name, _ in entries] == list(data)
+    assert dict(entries)["Functional.relu.399.forward"] == data["Functional.relu.399.forward"]
+
+
+def _rss_file_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("RssFile:"):
+            return int(line.split()[1])
+    pytest.skip("no RssFile in /proc/self/status")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="Linux only")
+def test_a_mapped_dump_read_in_pieces_does_not_stay_resident(tmp_path: Path, monkeypatch) -> None:
+    data = {f"Functional.relu.{i}.forward": _entry(float(i)) for i in range(60_000)}  # about 16 MB
+    path = _write(tmp_path / "dump.json", data)
+    monkeypatch.setattr(jsonio, "MAP_BYTES", 0)
+    before = _rss_file_kib()
+    _, entries = read_json_member(path, "data")
+    assert entries is not None
+    count, peak = 0, 0
+    for _ in entries:  # the file stays mapped until the last entry is taken
+        count += 1
+        if count % 1000 == 0:  # while the rows are built, the file does not count
+            peak = max(peak, _rss_file_kib() - before)
+    assert count == len(data)
+    size_kib = path.stat().st_size // 1024
+    assert size_kib > 10_000
+    assert peak < size_kib // 2, f"{peak} KiB of the mapped file stayed resident"

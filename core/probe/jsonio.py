@@ -112,6 +112,18 @@ def csv_rows(path: Path, field_limit: int = CSV_FIELD_BYTES, what: str = "CSV fi
             raise InputError(f"cannot be read ({exc.strerror})", path) from None
 
 
+def available_memory() -> int | None:
+    """Bytes of memory this machine can still give (``MemAvailable``); ``None`` when unknown."""
+    try:
+        with open("/proc/meminfo", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def _size(count: int) -> str:
     return f"{count / (1 << 30):.1f} GiB" if count >= 1 << 30 else f"{count / (1 << 20):.1f} MiB"
 
@@ -126,8 +138,10 @@ def _read_bytes(path: Path) -> bytes | mmap.mmap:
 
 HEAD_BYTES = 1 << 20
 """The member read piece by piece must open within this many bytes (msProbe writes it last)."""
-CHUNK_BYTES = 8 << 20
-"""Size of the pieces :func:`read_json_member` parses one at a time."""
+CHUNK_BYTES = 256 << 10
+"""Size of the pieces :func:`read_json_member` parses one at a time. Small pieces keep each
+parsed tree in the CPU caches while it is turned into rows (0.64 s instead of 0.78 s for a
+43 MB dump.json with 8 MB pieces) and little memory is held by trees at any time."""
 
 
 def read_json_member(path: Path, key: str) -> tuple[Any, Iterator[tuple[str, Any]] | None]:
@@ -154,6 +168,7 @@ def read_json_member(path: Path, key: str) -> tuple[Any, Iterator[tuple[str, Any
         except orjson.JSONDecodeError:
             doc = None
         if isinstance(doc, dict) and doc.get(key) == {}:
+            _release(raw, 0, len(raw))  # finding the pieces read every page
             return doc, _member_entries(raw, pieces, path, key)
     return parse_json(raw, path), None
 
@@ -188,7 +203,9 @@ def _member_entries(raw: bytes, pieces: list[tuple[int, int]], path: Path, key: 
     """Yield the member's entries piece by piece (see :func:`read_json_member`)."""
     taken = 0
     last = len(pieces) - 1
+    released = 0
     for index, (begin, stop) in enumerate(pieces):
+        released = _release(raw, released, begin)
         if stop - begin > MAX_WHOLE_JSON_BYTES:
             raise InputError(f"has an entry too large to parse ({_size(stop - begin)} from byte {begin})", path)
         text = raw[begin:stop].rstrip()
@@ -216,6 +233,21 @@ def _member_entries(raw: bytes, pieces: list[tuple[int, int]], path: Path, key: 
         for name in list(part):
             taken += 1
             yield name, part.pop(name)
+
+
+_PAGE = mmap.PAGESIZE
+
+
+def _release(raw: bytes | mmap.mmap, start: int, stop: int) -> int:
+    """Drop the pages of a mapped file between ``start`` and ``stop`` from this process's
+    memory (they stay in the page cache, and come back if read again); returns where the
+    next release starts. A dump.json read piece by piece then never counts whole in the
+    process's resident memory."""
+    stop -= stop % _PAGE
+    if stop > start and isinstance(raw, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        raw.madvise(mmap.MADV_DONTNEED, start, stop - start)
+        return stop
+    return start
 
 
 def parse_json(raw: bytes | mmap.mmap, path: Path) -> Any:

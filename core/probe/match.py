@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Sequence
+from itertools import count
+from operator import attrgetter
+from typing import Any
 
 from probe.formats.msprobe.dtypes import dtypes_compatible
 from probe.model import FlatDump, KeyMap, MatchContext, Pair, Pairing, Row
@@ -17,6 +20,8 @@ def backward_renames(entries: Sequence[str]) -> dict[str, str]:
     counters: dict[str, int] = defaultdict(int)
     renames: dict[str, str] = {}
     for entry in entries:
+        if "backward" not in entry:  # most entries: no need to split them
+            continue
         parts = entry.split(".")
         if len(parts) < 3:
             continue
@@ -33,19 +38,22 @@ def backward_renames(entries: Sequence[str]) -> dict[str, str]:
     return renames
 
 
+_ENTRY = attrgetter("entry")
+_KEY = attrgetter("key")
+
+
 def assign_keys(rows: Sequence[Row], renumber: bool) -> None:
     """Set ``row.key`` to the row name, with backward call indices renumbered if asked."""
-    if not renumber:
+    renames = backward_renames(list(dict.fromkeys(map(_ENTRY, rows)))) if renumber else {}
+    if not renames:
         for row in rows:
             row.key = row.name
         return
-    entries = list(dict.fromkeys(row.entry for row in rows))
-    renames = backward_renames(entries)
     for row in rows:
-        new_entry = renames.get(row.entry)
-        if new_entry is not None and row.name.startswith(row.entry):
-            key = new_entry + row.name[len(row.entry):]
-            row.key = row.name if key == row.name else key  # share the name's string when equal
+        entry = row.entry
+        new_entry = renames.get(entry)
+        if new_entry is not None and new_entry != entry and row.name.startswith(entry):
+            row.key = new_entry + row.name[len(entry):]
         else:
             row.key = row.name
 
@@ -60,31 +68,49 @@ def match_exact(
 
     A golden key seen several times repeats the target row once per golden row. With a
     ``key_map`` the target key comes from the mapper; ``left_join`` mappers switch the dtype
-    gate off. Returns the pairs and the number of golden rows no target row matched.
+    gate off; the gate is asked about different dtypes only (equal ones always pass).
+    Returns the pairs and the number of golden rows no target row matched.
     """
-    by_key: dict[str, list[Row]] = {}
-    for row in golden:
-        by_key.setdefault(row.key, []).append(row)
+    golden_keys = list(map(_KEY, golden))
+    by_key: dict[str, Any] = dict(zip(golden_keys, golden))
+    several = len(by_key) < len(golden)
+    if several:  # a key held by several golden rows maps to the list of them
+        counts = Counter(golden_keys)
+        by_key = {key: [] if counts[key] > 1 else row for key, row in zip(golden_keys, golden)}
+        for key, row in zip(golden_keys, golden):
+            if counts[key] > 1:
+                by_key[key].append(row)
     gate = None if (key_map is not None and key_map.left_join) else dtype_gate
+    target_keys = list(map(_KEY, target))
+    if key_map is not None:
+        mapped = list(map(key_map.target_key, target))
+        target_keys = [key if new is None else new for key, new in zip(target_keys, mapped)]
+    found = list(map(by_key.get, target_keys))
+    met = by_key.keys() & set(target_keys)
+    if several:
+        pairs = _expand(target, found, gate)
+        used = sum(len(rows) if rows.__class__ is list else 1 for rows in map(by_key.__getitem__, met))
+        return pairs, len(golden) - used
+    if gate is not None:  # rows of different dtypes are few: test them one by one
+        differ = [i for i, row, cand in zip(count(), target, found) if cand is not None and row.dtype != cand.dtype]
+        for index in differ:
+            if not gate(target[index].dtype, found[index].dtype):
+                found[index] = None
+    return list(map(Pair, target, found)), len(golden) - len(met)
+
+
+def _expand(target: Sequence[Row], found: list[Any], gate: Callable[[str, str], bool] | None) -> list[Pair]:
+    """The pairs of :func:`match_exact` when golden keys repeat (``found``: a row, a list
+    of rows or ``None`` per target row)."""
     pairs: list[Pair] = []
-    used: set[int] = set()
-    for row in target:
-        key = row.key
-        if key_map is not None:
-            mapped = key_map.target_key(row)
-            if mapped is not None:
-                key = mapped
-        candidates = by_key.get(key)
-        if not candidates:
+    for row, cands in zip(target, found):
+        if cands is None:
             pairs.append(Pair(row, None))
             continue
-        for cand in candidates:
-            used.add(id(cand))
-            if gate is not None and not gate(row.dtype, cand.dtype):
-                pairs.append(Pair(row, None))
-            else:
-                pairs.append(Pair(row, cand))
-    return pairs, len(golden) - len(used)
+        for cand in cands if cands.__class__ is list else (cands,):
+            ok = gate is None or row.dtype == cand.dtype or gate(row.dtype, cand.dtype)
+            pairs.append(Pair(row, cand if ok else None))
+    return pairs
 
 
 def fuzzy_key(name: str) -> str:

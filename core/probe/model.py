@@ -6,6 +6,7 @@ the plugin manager. The protocols that plugins implement are in :mod:`probe.inte
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,9 +94,11 @@ class Row:
 
 
 class RowList(list):
-    """A list of rows that also remembers whether any tensor leaf carried an ``md5``."""
+    """A list of rows that also remembers whether any tensor leaf carried an ``md5``, and
+    the most rows a reader may put in it (``limit``)."""
 
     has_md5 = False
+    limit = sys.maxsize
 
 
 @dataclass

@@ -79,15 +79,18 @@ class Task:
             func, args = self._call
             self._call = None
             return func(*args)
+        outcome = None
         with os.fdopen(self._fd, "rb") as pipe:
-            data = pipe.read()
+            try:  # unpickled as it arrives: the whole pickle never sits in memory
+                # our own child's answer, written by _child: not user data
+                outcome = pickle.load(pipe)  # noqa: S301
+            except (EOFError, pickle.UnpicklingError):
+                pass
         _, status = os.waitpid(self._pid, 0)
         self._pid = 0  # reaped: cancel() must not signal the id again
-        if not data:
+        if outcome is None:
             raise ProbeError(f"a worker process ended without a result (status {status})")
-        # our own child's answer, written just above by _child: not user data
-        ok, value = pickle.loads(data)  # noqa: S301
-        del data  # the caller may build a lot from ``value``: free the bytes first
+        ok, value = outcome
         if not ok:
             raise value
         return value
@@ -106,16 +109,19 @@ def _child(write_fd: int, func: Callable[..., Any], args: tuple[Any, ...]) -> No
     """Body of the forked child; never returns."""
     status = 0
     try:
-        try:
-            payload = pickle.dumps((True, func(*args)), protocol=pickle.HIGHEST_PROTOCOL)
-        except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
-            status = 1
-            try:
-                payload = pickle.dumps((False, exc), protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception:  # noqa: BLE001 - an exception that does not pickle
-                payload = pickle.dumps((False, ProbeError(f"{type(exc).__name__}: {exc}")))
         with os.fdopen(write_fd, "wb") as pipe:
-            pipe.write(payload)
+            try:
+                value = func(*args)
+            except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
+                status = 1
+                try:
+                    payload = pickle.dumps((False, exc), protocol=pickle.HIGHEST_PROTOCOL)
+                except Exception:  # noqa: BLE001 - an exception that does not pickle
+                    payload = pickle.dumps((False, ProbeError(f"{type(exc).__name__}: {exc}")))
+                pipe.write(payload)
+            else:  # pickled straight into the pipe, never whole in memory (a result that
+                # fails to pickle half-way reaches the parent as a child without a result)
+                pickle.dump((True, value), pipe, protocol=pickle.HIGHEST_PROTOCOL)
     finally:
         os._exit(status)
 

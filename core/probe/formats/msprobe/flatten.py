@@ -8,9 +8,14 @@ from typing import Any
 
 from probe.errors import InputError
 from probe.formats.msprobe.dtypes import PROCESS_GROUP, TORCH_SIZE
+from probe.jsonio import available_memory
 from probe.model import NA, Row, RowList
 
 MAX_DEPTH = 400
+ROW_BYTES = 1024
+"""Memory one row costs through a compare, about (its object, its pair and its result)."""
+MIN_ROW_LIMIT = 4_000_000
+"""A dump may always have this many rows, whatever memory the machine reports free."""
 
 # Keys of a forward/backward entry, in the order their rows are output:
 # inputs first, then parameters, then outputs.
@@ -112,13 +117,29 @@ def leaf_row(name: str, entry: str, state: str, leaf: dict[str, Any] | None) -> 
     if name.rsplit(".", 1)[-1] in COMM_SCALAR_NAMES:
         text = _py_repr(value)
         return Row(name, entry, state, str(leaf_type), "[]", (text,) * 4, requires_grad, md5 or text, data_name)
-    return Row(
-        name, entry, state, f"<class '{type(value).__name__}'>", "[]", (value,) * 4, requires_grad,
-        md5 or crc32_hex(_py_repr(value)), data_name,
-    )
+    dtype, stats, checksum = _scalar_cells(value)
+    return Row(name, entry, state, dtype, "[]", stats, requires_grad, md5 or checksum, data_name)
 
 
 _TEXTS: dict[str, str] = {}
+_SCALARS: dict[tuple[type, str], tuple[str, tuple[Any, ...], str]] = {}
+_SHAREABLE = frozenset({int, float, bool, str, type(None)})
+"""Immutable value types whose rows may share one stats tuple."""
+
+
+def _scalar_cells(value: Any) -> tuple[str, tuple[Any, ...], str]:
+    """The dtype cell, stats and checksum of a scalar leaf's ``value``; rows of equal
+    scalars (same type, same text) share them."""
+    text = _py_repr(value)
+    key = (value.__class__, text)
+    cells = _SCALARS.get(key)
+    if cells is None:
+        cells = (_shared(f"<class '{type(value).__name__}'>"), (value,) * 4, crc32_hex(text))
+        if value.__class__ in _SHAREABLE and len(text) <= 64 and len(_SCALARS) < 100_000:
+            _SCALARS[key] = cells
+    return cells
+
+
 _SHAPES: dict[tuple, str] = {}
 
 
@@ -169,16 +190,60 @@ def _walk(value: Any, name: str, entry: str, state: str, out: RowList, depth: in
                 out.has_md5 = True
             out.append(leaf_row(name, entry, state, value))
         else:
-            for key, item in value.items():
-                _walk(item, f"{name}.{key}", entry, state, out, depth + 1, list_index)
+            _walk_items(value.items(), name, entry, state, out, depth + 1, True, list_index)
     elif isinstance(value, (list, tuple)):
-        if list_index:
-            for index, item in enumerate(value):
-                _walk(item, f"{name}.{index}", entry, state, out, depth + 1, list_index)
-        else:
-            for item in value:
-                _walk(item, name, entry, state, out, depth + 1, list_index)
+        _walk_items(enumerate(value) if list_index else value, name, entry, state, out, depth + 1, list_index,
+                    list_index)
     # scalars outside a leaf object carry no information the reports use: skipped
+
+
+def _walk_items(items: Iterable[Any], prefix: str, entry: str, state: str, out: RowList, depth: int,
+                labelled: bool, list_index: bool) -> None:
+    """:func:`_walk` each child of a dict or list: ``(label, value)`` pairs when ``labelled``
+    (the child's name is ``prefix.label``), else bare values named ``prefix``.
+
+    The common children are rows built right here (:func:`_tensor_row`, ``null``); any
+    other child goes through :func:`_walk`, which gives the same rows more slowly.
+    """
+    append = out.append
+    for item in items:
+        if len(out) >= out.limit:
+            _too_many(out, entry)
+        if labelled:
+            label, value = item
+            name = f"{prefix}.{label}"
+        else:
+            value, name = item, prefix
+        if value is None and depth <= MAX_DEPTH:
+            append(Row(name, entry, state, NA, NA, NO_STATS, NA, None, "-1"))
+            continue
+        if (value.__class__ is dict and "dtype" in value and depth <= MAX_DEPTH
+                and _tensor_row(name, entry, state, value, out)):
+            continue
+        _walk(value, name, entry, state, out, depth, list_index)
+
+
+_RG_TEXT = {True: "True", False: "False"}
+
+
+def _tensor_row(name: str, entry: str, state: str, leaf: dict[str, Any], out: RowList) -> bool:
+    """Append the row of a plain tensor leaf, as :func:`leaf_row` builds it; ``False`` (and
+    nothing appended) for any other object, which :func:`_walk` then handles."""
+    get = leaf.get
+    dtype = get("dtype")
+    rg = get("requires_grad")
+    requires_grad = _RG_TEXT.get(rg) if rg.__class__ is bool else (NA if rg is None else None)
+    if (dtype.__class__ is not str or requires_grad is None or get("type").__class__ is not str
+            or get("data_name", "-1") != "-1" or "tensor" in leaf):
+        return False
+    md5 = get("md5")
+    if md5 is not None or "md5" in leaf:
+        out.has_md5 = True
+        if not md5:
+            md5 = EMPTY_MD5
+    out.append(Row(name, entry, state, _TEXTS.get(dtype) or _shared(dtype), _shape_text(get("shape")),
+                   (get("Max"), get("Min"), get("Mean"), get("Norm")), requires_grad, md5, "-1"))
+    return True
 
 
 def flatten_entry(name: str, body: Any, kind: str, out: RowList) -> None:
@@ -204,16 +269,35 @@ def flatten_entry(name: str, body: Any, kind: str, out: RowList) -> None:
         _walk(section, f"{name}.{prefix}", name, state, out, 1)
 
 
+def _too_many(rows: RowList, entry: str) -> None:
+    raise InputError(f"has too many leaves for the memory available (over {rows.limit:,} rows, about "
+                     f"{ROW_BYTES} bytes each through a compare; at entry {entry})")
+
+
+def row_limit() -> int:
+    """The most rows one dump may flatten to: what half the available memory holds (the
+    other half is the other dump's), at least :data:`MIN_ROW_LIMIT`."""
+    free = available_memory()
+    return MIN_ROW_LIMIT if free is None else max(MIN_ROW_LIMIT, free // (2 * ROW_BYTES))
+
+
 def flatten_entries(
-    entries: Iterable[tuple[str, Any]], debug: bool = False, names: list[str] | None = None
+    entries: Iterable[tuple[str, Any]], debug: bool = False, names: list[str] | None = None,
+    max_rows: int | None = None,
 ) -> tuple[RowList, list[str], int]:
     """Flatten all entries; return ``(rows, skipped entry names, entry count)``.
 
-    ``names``, when given, receives every entry name in file order (skipped ones too)."""
+    ``names``, when given, receives every entry name in file order (skipped ones too).
+    Past ``max_rows`` rows the dump is refused (an :class:`InputError`) before memory runs
+    out: a few bytes of JSON (``null,``) make a row of a few hundred bytes."""
     rows = RowList()
+    if max_rows is not None:
+        rows.limit = max_rows
     skipped: list[str] = []
     count = 0
     for name, body in entries:
+        if len(rows) >= rows.limit:
+            _too_many(rows, name)
         count += 1
         if names is not None:
             names.append(name)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from probe.errors import InputError
-from probe.formats.msprobe.flatten import flatten_entries
+from probe.formats.msprobe.flatten import flatten_entries, row_limit
 from probe.formats.msprobe.names import MINDSPORE_PREFIXES
 from probe.formats.msprobe.stack import load_stack
 from probe.jsonio import open_regular, read_json_member
@@ -65,7 +65,8 @@ class MsprobeJsonReader:
         info, entries = self.read(path)
         names: list[str] = []
         try:
-            rows, skipped, count = flatten_entries(entries, debug=info.kind == "debug", names=names)
+            rows, skipped, count = flatten_entries(entries, debug=info.kind == "debug", names=names,
+                                                  max_rows=row_limit())
         except InputError as exc:
             raise InputError(exc.problem, path) from None
         if not info.framework_declared:

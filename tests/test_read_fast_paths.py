@@ -1,0 +1,142 @@
+"""The fast paths of reading and pairing give exactly what the general code gives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import probe.formats.msprobe.flatten as flatten
+from probe.errors import InputError
+from probe.match import assign_keys, match_exact
+from probe.model import KeyMap, Pair, Row
+
+ROW_FIELDS = ("name", "entry", "state", "dtype", "shape", "stats", "requires_grad", "md5", "data_name", "extra", "key")
+
+_scalar = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=False, width=32),
+                    st.sampled_from(["", "-1", "x", "True", "false"]))
+_text = st.sampled_from(["torch.Tensor", "torch.float32", "torch.bfloat16", "Float32", "-1", "a.pt", "../a.pt",
+                         "a/b.pt", "..", "", "torch.Size", "int"])
+_leaf = st.fixed_dictionaries(
+    {"type": st.one_of(_text, st.integers(0, 1), st.none())},
+    optional={
+        "dtype": st.one_of(_text, st.integers(0, 2), st.lists(st.integers(0, 2), max_size=2)),
+        "shape": st.one_of(st.lists(st.one_of(st.integers(0, 4), st.booleans(), st.floats(0, 2)), max_size=3),
+                           st.integers(0, 2), st.none(), _text),
+        "Max": _scalar, "Min": _scalar, "Mean": _scalar, "Norm": _scalar,
+        "requires_grad": st.one_of(st.booleans(), st.none(), st.sampled_from(["True", "true", "False", "yes"]),
+                                   st.integers(0, 1)),
+        "md5": st.one_of(st.none(), st.sampled_from(["", "abcd1234"])),
+        "data_name": st.one_of(st.none(), st.integers(0, 1), _text),
+        "value": _scalar,
+        "class_type": st.sampled_from(["", "torch.distributed.P2POp"]),
+    },
+)
+_tensor_leaf = st.fixed_dictionaries(
+    {"type": st.just("torch.Tensor"), "dtype": st.sampled_from(["torch.float32", "Float16"]),
+     "shape": st.lists(st.integers(0, 4), max_size=3), "Max": _scalar, "Min": _scalar, "Mean": _scalar,
+     "Norm": _scalar, "requires_grad": st.one_of(st.booleans(), st.none())},
+    optional={"md5": st.one_of(st.none(), st.sampled_from(["", "abcd1234"])),
+              "data_name": st.sampled_from(["-1", "", "a.pt"])},
+)
+_tree = st.recursive(st.one_of(st.none(), _scalar, _leaf, _tensor_leaf),
+                     lambda kids: st.one_of(st.lists(kids, max_size=3),
+                                            st.dictionaries(st.sampled_from(["a", "b", "0"]), kids, max_size=3)),
+                     max_leaves=8)
+_entry = st.fixed_dictionaries({}, optional={"input_args": _tree, "input_kwargs": _tree, "output": _tree,
+                                             "parameters": _tree})
+_names = st.sampled_from(["Functional.relu.0.forward", "Functional.relu.1.backward", "Module.m.L.forward.0",
+                          "Module.m.L.parameters_grad", "Tensor.add.0.forward", "bad"])
+
+
+def _flatten(entries: list[tuple[str, Any]], debug: bool) -> Any:
+    try:
+        rows, skipped, count = flatten.flatten_entries(entries, debug=debug)
+    except InputError as exc:
+        return str(exc)
+    return [tuple(getattr(row, f) for f in ROW_FIELDS) for row in rows], rows.has_md5, skipped, count
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_names, st.one_of(_entry, _tree)), max_size=4), st.booleans())
+def test_flatten_fast_path_equals_the_general_walk(entries, debug) -> None:
+    fast = _flatten(entries, debug)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(flatten, "_tensor_row", lambda *args: False)
+        general = _flatten(entries, debug)
+    assert repr(fast) == repr(general)  # repr: NaN-free, but tells 1 from 1.0 and True
+
+
+def _reference_match(target: list[Row], golden: list[Row], key_map: KeyMap | None) -> tuple[list[Pair], int]:
+    """Exact matching from its definition (one golden lookup per target row)."""
+    from probe.formats.msprobe.dtypes import dtypes_compatible
+
+    by_key: dict[str, list[Row]] = {}
+    for row in golden:
+        by_key.setdefault(row.key, []).append(row)
+    gate = None if key_map is not None and key_map.left_join else dtypes_compatible
+    pairs, used = [], set()
+    for row in target:
+        key = row.key
+        if key_map is not None and key_map.target_key(row) is not None:
+            key = key_map.target_key(row)
+        cands = by_key.get(key)
+        if not cands:
+            pairs.append(Pair(row, None))
+        for cand in cands or ():
+            used.add(id(cand))
+            pairs.append(Pair(row, cand if gate is None or gate(row.dtype, cand.dtype) else None))
+    return pairs, len(golden) - len(used)
+
+
+_row_specs = st.lists(st.tuples(st.sampled_from(["A.f.0.forward", "A.f.1.backward", "A.f.3.backward",
+                                                 "M.m.L.backward.2"]),
+                                st.sampled_from(["0", "1"]),
+                                st.sampled_from(["torch.float32", "torch.float16", "torch.int64", "Float32"])),
+                      max_size=12)
+
+
+def _rows(specs: list[tuple[str, str, str]]) -> list[Row]:
+    return [Row(f"{entry}.input.{leaf}", entry, "input", dtype, "[]", (1, 1, 1, 1), "N/A", None, "-1")
+            for entry, leaf, dtype in specs]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_row_specs, _row_specs, st.sampled_from([None, "map", "left_join"]), st.booleans())
+def test_match_exact_equals_its_definition(target_specs, golden_specs, mapper, renumber) -> None:
+    target, golden = _rows(target_specs), _rows(golden_specs)
+    assign_keys(target, renumber)
+    assign_keys(golden, renumber)
+    key_map = None
+    if mapper is not None:
+        key_map = KeyMap(lambda row: "A.f.0.forward.input.0" if row.dtype == "Float32" else None,
+                         left_join=mapper == "left_join")
+    got_pairs, got_only = match_exact(target, golden, key_map)
+    want_pairs, want_only = _reference_match(target, golden, key_map)
+    assert got_only == want_only
+    assert [(p.target, p.golden, p.fuzzy) for p in got_pairs] == [(p.target, p.golden, p.fuzzy) for p in want_pairs]
+
+
+def test_backward_keys_renumber_by_order() -> None:
+    rows = _rows([("A.f.3.backward", "0", "Float32"), ("A.f.7.backward", "1", "Float32"),
+                  ("A.f.2.forward", "0", "Float32")])
+    assign_keys(rows, True)
+    assert [row.key for row in rows] == ["A.f.0.backward.input.0", "A.f.1.backward.input.1", "A.f.2.forward.input.0"]
+    assert rows[2].key is rows[2].name
+    assign_keys(rows, False)
+    assert all(row.key is row.name for row in rows)
+
+
+def test_scalar_rows_share_cells_only_when_type_and_text_agree() -> None:
+    values = [0.0, -0.0, 1, 1.0, True, "1", None, 0.0, 1, [1, 2], [1, 2], float("inf")]
+    body = {"input_args": [{"type": type(v).__name__, "value": v} for v in values]}
+    rows = flatten.flatten_entries([("Functional.f.0.forward", body)])[0]
+    for row, value in zip(rows, values):
+        assert repr(row.stats) == repr((value,) * 4)
+        assert row.dtype == f"<class '{type(value).__name__}'>"
+        assert row.md5 == flatten.crc32_hex(str(value))
+    assert rows[0].stats is rows[7].stats and rows[2].stats is rows[8].stats
+    assert rows[0].stats is not rows[1].stats and rows[2].stats is not rows[3].stats
+    assert rows[9].stats[0] is not rows[10].stats[0]  # lists are never shared
