@@ -19,6 +19,7 @@ from probe.cells import SUSPECT_START, SafeCsvWriter, safe_cell, safe_row
 from probe.csvtext import csv_lines, safe_cells
 from probe.io import atomic_path, atomic_write, temp_file
 from probe.modes.common import STACK_COLUMN, STAT_COLUMNS
+from probe.model import Summary
 from probe.result import CompareResult
 from probe.xlsx import XlsxWriter
 
@@ -116,6 +117,23 @@ class CsvExporter:
             SafeCsvWriter(handle).writerow(columns)
             _write_body(handle, rows, stack)
         return out.path
+
+
+def csv_header(handle: Any, result: CompareResult) -> None:
+    """The header line of ``result``'s CSV report, as :class:`CsvExporter` writes it."""
+    if _renders_columns(result):
+        handle.write(csv_lines([[c] for c in safe_row(result.columns)]))
+    else:
+        SafeCsvWriter(handle).writerow(result.columns)
+
+
+def csv_body(handle: Any, result: CompareResult) -> None:
+    """The CSV lines of every row of ``result``, as :class:`CsvExporter` writes them."""
+    columns = result.columns
+    if _renders_columns(result):
+        _column_body(handle, result, columns)
+    else:
+        _row_body(handle, result, columns.index(STACK_COLUMN) if STACK_COLUMN in columns else None)
 
 
 def _write_column_range(handle: Any, result: CompareResult, columns: list[str], start: int, stop: int) -> None:
@@ -230,12 +248,18 @@ class XlsxExporter:
     max_rows = XLSX_MAX_ROWS
 
     def write(self, result: CompareResult, path: Path) -> list[Path]:
-        columns = result.columns
+        return self.write_rows(path, result.columns, self.cells(result), len(result))
+
+    @staticmethod
+    def cells(result: CompareResult) -> Iterator[list[Any]]:
+        """The sheet rows of ``result`` (spreadsheet-safe text, infinities as text)."""
+        return _column_rows(result, ("inf", "-inf")) if _renders_columns(result) else _rows(result, ("inf", "-inf"))
+
+    def write_rows(self, path: Path, columns: list[str], rows: Iterator[list[Any]], total: int) -> list[Path]:
+        """Write ``total`` sheet rows: one sheet, or equal parts past the row limit."""
         highlight = columns.index(HIGHLIGHT_COLUMN) if HIGHLIGHT_COLUMN in columns else None
-        total = len(result)
         sheets = max(1, math.ceil(total / self.max_rows))
         per_sheet = math.ceil(total / sheets) if total else 0
-        rows = _column_rows(result, ("inf", "-inf")) if _renders_columns(result) else _rows(result, ("inf", "-inf"))
         out = atomic_path(path)
         with out as tmp, XlsxWriter(tmp) as book:
             for index in range(sheets):
@@ -258,12 +282,22 @@ class JsonExporter:
     suffix = ".json"
 
     def write(self, result: CompareResult, path: Path) -> list[Path]:
-        columns = result.columns
-        summary = result.summary()
+        out = atomic_write(path, "wb")
+        with out as handle:
+            handle.write(self.head(result, result.summary()))
+            handle.writelines(self.lines(result, True))
+            handle.write(self.TAIL)
+        return [out.path]
+
+    TAIL = b"\n]}\n"
+
+    @staticmethod
+    def head(result: CompareResult, summary: Summary) -> bytes:
+        """The document up to the opening of its ``rows`` list."""
         head = {
             "label": result.label,
             "mode": result.mode.name,
-            "columns": columns,
+            "columns": result.columns,
             "summary": {
                 "rows": summary.rows, "pass": summary.passed, "warning": summary.warnings,
                 "error": summary.errors, "unmatched": summary.unmatched, "golden_only": summary.golden_only,
@@ -271,13 +305,13 @@ class JsonExporter:
                 "first_error": summary.first_error,
             },
         }
-        out = atomic_write(path, "wb")
-        with out as handle:
-            handle.write(orjson.dumps(head)[:-1] + b', "rows": [\n')
-            first = True
-            for row in result.table():
-                record = {c: _json_value(v) for c, v in zip(columns, row)}
-                handle.write((b"" if first else b",\n") + orjson.dumps(record))
-                first = False
-            handle.write(b"\n]}\n")
-        return [out.path]
+        return orjson.dumps(head)[:-1] + b', "rows": [\n'
+
+    @staticmethod
+    def lines(result: CompareResult, first: bool) -> Iterator[bytes]:
+        """One JSON object per row, each but the document's first preceded by ``,\\n``."""
+        columns = result.columns
+        for row in result.table():
+            record = {c: _json_value(v) for c, v in zip(columns, row)}
+            yield (b"" if first else b",\n") + orjson.dumps(record)
+            first = False

@@ -158,12 +158,9 @@ def read_json_member(path: Path, key: str) -> tuple[Any, Iterator[tuple[str, Any
     return parse_json(raw, path), None
 
 
-def _member_pieces(raw: bytes, key: str) -> tuple[int, int, list[tuple[int, int]]] | None:
-    """Where the member ``key`` of an ``indent=1`` file opens and closes, and its pieces.
-
-    Returns ``(end of the opening brace, start of the closing brace, [(start, stop)...])``;
-    each piece is a run of whole ``"name": value`` members. ``None`` for another layout.
-    """
+def member_span(raw: bytes | mmap.mmap, key: str) -> tuple[int, int] | None:
+    """Where the member ``key`` (a non-empty object) of an ``indent=1`` JSON file opens and
+    closes: ``(end of its opening brace, start of its closing brace)``; ``None`` for another layout."""
     marker = b'\n "' + key.encode() + b'": {'
     start = raw.find(marker, 0, HEAD_BYTES)
     if start < 0:
@@ -172,6 +169,19 @@ def _member_pieces(raw: bytes, key: str) -> tuple[int, int, list[tuple[int, int]
     end = raw.find(b"\n }", body)
     if end < 0 or raw[body : body + 4] != b'\n  "':  # an empty member is not worth it
         return None
+    return body, end
+
+
+def _member_pieces(raw: bytes, key: str) -> tuple[int, int, list[tuple[int, int]]] | None:
+    """Where the member ``key`` of an ``indent=1`` file opens and closes, and its pieces.
+
+    Returns ``(end of the opening brace, start of the closing brace, [(start, stop)...])``;
+    each piece is a run of whole ``"name": value`` members. ``None`` for another layout.
+    """
+    span = member_span(raw, key)
+    if span is None:
+        return None
+    body, end = span
     pieces: list[tuple[int, int]] = []
     begin = body
     while end - begin > CHUNK_BYTES:

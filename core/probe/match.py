@@ -8,13 +8,15 @@ from collections.abc import Callable, Sequence
 from probe.formats.msprobe.dtypes import dtypes_compatible
 from probe.model import FlatDump, KeyMap, MatchContext, Pair, Pairing, Row
 
-def backward_renames(entries: Sequence[str]) -> dict[str, str]:
+def backward_renames(entries: Sequence[str], counters: dict[str, int] | None = None) -> dict[str, str]:
     """Map each backward entry name to its name with the call index renumbered.
 
     The index becomes the entry's ordinal among backward entries of the same stem (name
     minus its last two components), in file order, so that backward calls pair by order.
+    ``counters`` (ordinals per stem) carries the numbering on across calls, for entries
+    given a window at a time.
     """
-    counters: dict[str, int] = defaultdict(int)
+    counters = defaultdict(int) if counters is None else counters
     renames: dict[str, str] = {}
     for entry in entries:
         parts = entry.split(".")
@@ -33,14 +35,15 @@ def backward_renames(entries: Sequence[str]) -> dict[str, str]:
     return renames
 
 
-def assign_keys(rows: Sequence[Row], renumber: bool) -> None:
-    """Set ``row.key`` to the row name, with backward call indices renumbered if asked."""
+def assign_keys(rows: Sequence[Row], renumber: bool, renames: dict[str, str] | None = None) -> None:
+    """Set ``row.key`` to the row name, with backward call indices renumbered if asked
+    (by ``renames`` when given, else by the entries of ``rows``)."""
     if not renumber:
         for row in rows:
             row.key = row.name
         return
-    entries = list(dict.fromkeys(row.entry for row in rows))
-    renames = backward_renames(entries)
+    if renames is None:
+        renames = backward_renames(list(dict.fromkeys(row.entry for row in rows)))
     for row in rows:
         new_entry = renames.get(row.entry)
         if new_entry is not None and row.name.startswith(row.entry):

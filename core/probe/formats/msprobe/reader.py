@@ -16,7 +16,9 @@ from probe.errors import InputError
 from probe.formats.msprobe.flatten import flatten_entries
 from probe.formats.msprobe.names import MINDSPORE_PREFIXES
 from probe.formats.msprobe.stack import load_stack
+from probe.formats.msprobe.stream import StreamedDump, skipped_names
 from probe.jsonio import open_regular, read_json_member
+from probe.memberindex import index_member
 from probe.model import DumpInfo, FlatDump, Row
 
 log = logging.getLogger("probe")
@@ -76,6 +78,18 @@ class MsprobeJsonReader:
         if with_stack:
             dump.stack = load_stack(path.parent / "stack.json")
         return dump
+
+    def stream(self, path: Path, with_stack: bool = True) -> StreamedDump | None:
+        """The dump read a window of entries at a time, or ``None`` when it must be read whole
+        (another layout, repeated names, a ``debug.json``, no ``framework`` key)."""
+        index = index_member(path, "data")
+        if index is None:
+            return None
+        info, _ = self.read(path)
+        if info.kind == "debug" or not info.framework_declared:
+            return None
+        stack = load_stack(path.parent / "stack.json") if with_stack else None
+        return StreamedDump(info, index, stack, index.raw.find(b'"md5"') >= 0, skipped_names(index.names))
 
 
 def _infer_framework(info: DumpInfo, rows: list[Row]) -> DumpInfo:

@@ -1,0 +1,95 @@
+"""The entries of a large JSON object member located by byte offset and parsed a window at a time.
+
+msProbe writes dump.json with ``indent=1``: every entry of ``data`` starts a line indented by
+two spaces, and no JSON string holds a raw newline. One scan finds where each entry starts
+(names and offsets only, no parsed tree), so a streamed compare can parse any run of
+consecutive entries later, in any order, holding only that run in memory.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from array import array
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from probe.jsonio import MAX_JSON_BYTES, member_span, read_regular
+
+_ENTRY = re.compile(rb'\n  "([^"\\\n]*)": ')
+"""The start of an entry: a name without escapes at indentation two (an escaped name is not
+found, so the entries of its run no longer parse as expected and the caller falls back)."""
+
+
+class MemberIndex:
+    """Entry names of one member in file order, and the byte offset where each starts."""
+
+    def __init__(self, raw: Any, names: list[str], starts: array, end: int) -> None:
+        self.raw = raw
+        self.names = names
+        self.starts = starts
+        self.end = end
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def parse(self, lo: int, hi: int) -> list[tuple[str, Any]] | None:
+        """Entries ``lo:hi`` as ``(name, value)`` pairs; ``None`` when their text does not parse
+        as exactly those entries (another layout, NaN tokens the parsers refuse, bad JSON)."""
+        if lo >= hi:
+            return []
+        stop = self.starts[hi] if hi < len(self.starts) else self.end
+        text = self.raw[self.starts[lo]:stop].rstrip()
+        if text.endswith(b","):
+            text = text[:-1]
+        piece = b"{" + text + b"}"
+        del text
+        try:
+            part = orjson.loads(piece)
+        except orjson.JSONDecodeError:
+            try:  # NaN/Infinity tokens: the standard parser reads them
+                part = json.loads(piece)
+            except (ValueError, RecursionError):
+                return None
+        if not isinstance(part, dict) or len(part) != hi - lo or list(part) != self.names[lo:hi]:
+            return None
+        return list(part.items())
+
+    def parse_runs(self, ordinals: Sequence[int]) -> list[tuple[str, Any]] | None:
+        """The entries of sorted ``ordinals``, consecutive ones parsed together (``None`` as :meth:`parse`)."""
+        out: list[tuple[str, Any]] = []
+        i = 0
+        while i < len(ordinals):
+            j = i + 1
+            while j < len(ordinals) and ordinals[j] == ordinals[j - 1] + 1:
+                j += 1
+            part = self.parse(ordinals[i], ordinals[j - 1] + 1)
+            if part is None:
+                return None
+            out.extend(part)
+            i = j
+        return out
+
+
+def index_member(path: Path, key: str) -> MemberIndex | None:
+    """Index member ``key`` of the JSON file ``path``; ``None`` for a layout other than ``indent=1``
+    or names that are not unique (the caller then reads the file whole)."""
+    raw = read_regular(path, MAX_JSON_BYTES, "JSON file")
+    span = member_span(raw, key)
+    if span is None:
+        return None
+    body, end = span
+    names: list[str] = []
+    starts = array("q")
+    try:
+        for match in _ENTRY.finditer(raw, body, end):
+            names.append(match.group(1).decode())
+            starts.append(match.start())
+    except UnicodeDecodeError:
+        return None
+    if not starts or starts[0] != body or len(set(names)) != len(names):
+        return None
+    return MemberIndex(raw, names, starts, end)
