@@ -37,3 +37,95 @@ def test_streamed_reports_are_byte_identical(case, label, argv, window, tmp_path
     expected = EXPECTED[f"{case.parent.name}/{case.name}/{label}"]
     changed = sorted(name for name in set(got) | set(expected) if got.get(name) != expected.get(name))
     assert not changed, f"streamed reports differ: {changed} (streamed plans: {streamed})"
+
+
+def _console(text: str, out) -> list[str]:
+    """Console lines with the output directory and timestamps made neutral."""
+    import re
+
+    return [re.sub(r"_\d{14}(?:_\d+)?", "_TS", line.replace(str(out), "OUT")) for line in text.splitlines()]
+
+
+@pytest.mark.parametrize("case,label,argv", [pytest.param(*c, id=f"{c[0].name}-{c[1]}") for c in CASES[::3]])
+def test_streamed_console_lines_are_the_same(case, label, argv, tmp_path, run_probe, streamed) -> None:
+    whole = run_probe(*probe_argv(argv, tmp_path / "a"), "--window", "0", cwd=case)
+    assert not streamed
+    windowed = run_probe(*probe_argv(argv, tmp_path / "b"), "--window", "2", cwd=case)
+    assert whole.code == windowed.code
+    assert _console(whole.out, tmp_path / "a") == _console(windowed.out, tmp_path / "b")
+
+
+def test_most_fixture_compares_stream(tmp_path, run_probe, streamed) -> None:
+    """The byte-identity tests above mean something: the plain compares of the fixtures do stream."""
+    for case, label, argv in CASES:
+        if not any(opt in argv for opt in ("-dm", "-fm", "-da", "-am", "-cm", "-lm")):
+            run_probe(*probe_argv(argv, tmp_path / label / case.name), "--window", "4", cwd=case)
+    assert len(streamed) >= 25
+
+
+# --------------------------------------------------------------------------------------
+# windows equal the whole pairing (property test over generated dumps)
+# --------------------------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from probe.errors import NotStreamable  # noqa: E402
+from probe.formats.msprobe.reader import MsprobeJsonReader  # noqa: E402
+from probe.match import assign_keys, match_exact  # noqa: E402
+from probe.windows import GoldenIndex, TargetWindows  # noqa: E402
+
+_NAMES = [
+    "Functional.relu.0.forward", "Functional.relu.1.forward", "Functional.relu.0.backward",
+    "Functional.relu.1.backward", "Functional.relu.3.backward", "Module.m.Linear.forward.0",
+    "Module.m.Linear.backward.0", "Module.m.Linear.backward.2", "Module.m.Linear.parameters_grad",
+    "Torch.add.0.forward", "Torch.add.0.forward.input.0.forward", "Torch.add.0.forward.output.forward",
+    "Module.m.Linear.parameters_grad.weight.x.forward", "not_an_entry",
+]
+_LEAF = st.one_of(
+    st.none(),
+    st.builds(lambda dtype, v: {"type": "torch.Tensor", "dtype": dtype, "shape": [2], "Max": v, "Min": v,
+                                "Mean": v, "Norm": v, "requires_grad": False},
+              st.sampled_from(["torch.float32", "torch.float16", "torch.int64"]), st.floats(-2, 2)),
+    st.builds(lambda v: {"type": "int", "value": v}, st.integers(0, 3)),
+)
+_BODY = st.fixed_dictionaries({}, optional={
+    "input_args": st.lists(_LEAF, max_size=3), "output": st.lists(_LEAF, max_size=2),
+    "parameters": st.dictionaries(st.sampled_from(["weight", "bias"]), _LEAF, max_size=2),
+    # rows named like the rows of another entry ("X.forward" + ".input.0.forward.input.0")
+    "input_kwargs": st.builds(lambda leaf: {"0": {"forward": {"input": [leaf]}}}, _LEAF),
+    "weight": st.builds(lambda leaf: {"x": {"forward": {"input": [leaf]}}}, _LEAF),
+})
+_DUMP = st.lists(st.tuples(st.sampled_from(_NAMES), _BODY), max_size=12, unique_by=lambda e: e[0])
+
+
+def _write(path, entries) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"task": "statistics", "level": "mix", "framework": "pytorch",
+                                "data": dict(entries)}, indent=1))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(target=_DUMP, golden=_DUMP, window=st.integers(1, 5))
+def test_windows_pair_as_the_whole_dumps(tmp_path, target, golden, window) -> None:
+    reader = MsprobeJsonReader()
+    _write(tmp_path / "t" / "dump.json", target)
+    _write(tmp_path / "g" / "dump.json", golden)
+    whole_t, whole_g = reader.load(tmp_path / "t" / "dump.json"), reader.load(tmp_path / "g" / "dump.json")
+    assign_keys(whole_g.rows, True)
+    assign_keys(whole_t.rows, True)
+    pairs, golden_only = match_exact(whole_t.rows, whole_g.rows)
+    want = [(p.target.name, p.golden.name if p.golden else None) for p in pairs]
+    t_stream, g_stream = reader.stream(tmp_path / "t" / "dump.json"), reader.stream(tmp_path / "g" / "dump.json")
+    if t_stream is None or g_stream is None:  # an empty data member: read whole
+        assert not target or not golden
+        return
+    try:
+        index = GoldenIndex(g_stream)
+        windows = TargetWindows(t_stream, index, window)
+        got = [(p.target.name, p.golden.name if p.golden else None) for _, part in windows for p in part]
+        got_only = index.finish(window)
+    except NotStreamable:  # a renumbered entry without rows: the compare runs whole
+        return
+    assert got == want
+    assert got_only == golden_only

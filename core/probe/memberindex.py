@@ -9,6 +9,8 @@ consecutive entries later, in any order, holding only that run in memory.
 from __future__ import annotations
 
 import json
+import mmap
+import os
 import re
 from array import array
 from collections.abc import Sequence
@@ -17,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from probe.jsonio import MAX_JSON_BYTES, member_span, read_regular
+from probe.jsonio import MAX_JSON_BYTES, member_span, open_regular
 
 _ENTRY = re.compile(rb'\n  "([^"\\\n]*)": ')
 """The start of an entry: a name without escapes at indentation two (an escaped name is not
@@ -32,6 +34,7 @@ class MemberIndex:
         self.names = names
         self.starts = starts
         self.end = end
+        self.found: set[bytes] = set()
 
     def __len__(self) -> int:
         return len(self.names)
@@ -43,6 +46,7 @@ class MemberIndex:
             return []
         stop = self.starts[hi] if hi < len(self.starts) else self.end
         text = self.raw[self.starts[lo]:stop].rstrip()
+        release(self.raw, self.starts[lo], stop)
         if text.endswith(b","):
             text = text[:-1]
         piece = b"{" + text + b"}"
@@ -74,22 +78,55 @@ class MemberIndex:
         return out
 
 
-def index_member(path: Path, key: str) -> MemberIndex | None:
+SCAN_BYTES = 64 << 20
+"""The index scan reads this much of the file at a time and then lets its pages go."""
+
+
+def index_member(path: Path, key: str, probes: Sequence[bytes] = ()) -> MemberIndex | None:
     """Index member ``key`` of the JSON file ``path``; ``None`` for a layout other than ``indent=1``
-    or names that are not unique (the caller then reads the file whole)."""
-    raw = read_regular(path, MAX_JSON_BYTES, "JSON file")
+    or names that are not unique (the caller then reads the file whole).
+
+    The file is memory-mapped and scanned a piece at a time, each piece's pages released once
+    scanned, so the scan never holds the file in memory. ``probes`` are byte strings looked
+    for in the member on the way; :attr:`MemberIndex.found` holds those that occur.
+    """
+    fd = open_regular(path, "JSON file")
+    try:
+        size = os.fstat(fd).st_size
+        if size > MAX_JSON_BYTES or size == 0:
+            return None  # the whole read reports it
+        raw = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    finally:
+        os.close(fd)
     span = member_span(raw, key)
     if span is None:
         return None
     body, end = span
     names: list[str] = []
     starts = array("q")
+    found: set[bytes] = set()
+    begin = body
     try:
-        for match in _ENTRY.finditer(raw, body, end):
-            names.append(match.group(1).decode())
-            starts.append(match.start())
+        while begin < end:
+            stop = raw.find(b'\n  "', begin + SCAN_BYTES, end) if end - begin > SCAN_BYTES else end
+            stop = end if stop < 0 else stop
+            for match in _ENTRY.finditer(raw, begin, stop):
+                names.append(match.group(1).decode())
+                starts.append(match.start())
+            found.update(p for p in probes if p not in found and raw.find(p, begin, stop) >= 0)
+            release(raw, begin, stop)
+            begin = stop
     except UnicodeDecodeError:
         return None
     if not starts or starts[0] != body or len(set(names)) != len(names):
         return None
-    return MemberIndex(raw, names, starts, end)
+    index = MemberIndex(raw, names, starts, end)
+    index.found = found
+    return index
+
+
+def release(raw: Any, begin: int, stop: int) -> None:
+    """Let the pages of ``raw[begin:stop]`` go from this process (they stay in the page cache)."""
+    if isinstance(raw, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        first = begin - begin % mmap.PAGESIZE
+        raw.madvise(mmap.MADV_DONTNEED, first, stop - first)

@@ -81,15 +81,16 @@ class MsprobeJsonReader:
 
     def stream(self, path: Path, with_stack: bool = True) -> StreamedDump | None:
         """The dump read a window of entries at a time, or ``None`` when it must be read whole
-        (another layout, repeated names, a ``debug.json``, no ``framework`` key)."""
-        index = index_member(path, "data")
-        if index is None:
+        (another layout, repeated names, a ``debug.json``, no ``framework`` key, rows named
+        by their ``data_name``)."""
+        index = index_member(path, "data", (b'"md5"', b'"data_name"'))
+        if index is None or b'"data_name"' in index.found:  # rows named by their files: read whole
             return None
         info, _ = self.read(path)
         if info.kind == "debug" or not info.framework_declared:
             return None
         stack = load_stack(path.parent / "stack.json") if with_stack else None
-        return StreamedDump(info, index, stack, index.raw.find(b'"md5"') >= 0, skipped_names(index.names))
+        return StreamedDump(info, index, stack, b'"md5"' in index.found, skipped_names(index.names))
 
 
 def _infer_framework(info: DumpInfo, rows: list[Row]) -> DumpInfo:
