@@ -129,3 +129,76 @@ def test_windows_pair_as_the_whole_dumps(tmp_path, target, golden, window) -> No
         return
     assert got == want
     assert got_only == golden_only
+
+
+# --------------------------------------------------------------------------------------
+# reports past a format's row limit are split as whole reports are
+# --------------------------------------------------------------------------------------
+
+STAT_CASE = next(c for c in CASES if c[0].name == "stat_mix_tfm" and c[1] == "csv")
+
+
+@pytest.mark.parametrize("fmt,limit,reports", [("csv,json", 50, 6), ("csv", 220, 1), ("csv", 219, 2), ("xlsx", 60, 1),
+                                               ("xlsx", 500, 1)])
+def test_streamed_reports_split_at_the_row_limit(fmt, limit, reports, tmp_path, run_probe, monkeypatch,
+                                                 streamed) -> None:
+    from probe.exporters import CsvExporter, XlsxExporter
+
+    monkeypatch.setattr(CsvExporter, "max_rows", limit)
+    monkeypatch.setattr(XlsxExporter, "max_rows", limit)
+    case, _, argv = STAT_CASE
+    files = {}
+    for name, window in (("whole", "0"), ("streamed", "7")):
+        args = [a for a in probe_argv(argv, tmp_path / name) if a != "csv,json"]
+        args[args.index("--format") + 1:args.index("--format") + 1] = [fmt]
+        assert run_probe(*args, "--window", window, cwd=case).code == 0
+        files[name] = collect(tmp_path / name)
+    assert streamed == ["dump.json"]
+    assert files["whole"] == files["streamed"]
+    assert len([f for f in files["whole"] if "compare_result" in f]) == reports  # 220 rows
+
+
+# --------------------------------------------------------------------------------------
+# what only a whole compare does exactly: the stream is abandoned, the report unchanged
+# --------------------------------------------------------------------------------------
+
+
+def _tensor(value: float) -> dict:
+    return {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [4], "Max": value, "Min": -value,
+            "Mean": value / 2, "Norm": value * 2, "requires_grad": True}
+
+
+def _entries(scale: float) -> dict:
+    return {
+        "Functional.linear.0.forward": {"input_args": [_tensor(1.0)], "output": [_tensor(2.0 * scale)]},
+        "Functional.linear.1.forward": {"input_args": [_tensor(2.0 * scale)], "output": [_tensor(3.0 * scale)]},
+        "Functional.linear.1.backward": {"input": [_tensor(1.0)], "output": [_tensor(1.5 * scale)]},
+        "Functional.linear.0.backward": {"input": [_tensor(1.5)], "output": [_tensor(0.5)]},
+    }
+
+
+def _fallbacks() -> dict:
+    empty_backward = _entries(1.0) | {"Functional.linear.0.backward": {"input": [], "output": []}}
+    backward_first = {k: _entries(1.0)[k] for k in ("Functional.linear.1.backward", "Functional.linear.1.forward",
+                                                    "Functional.linear.0.forward")}
+    text_md5 = _entries(1.0) | {"Torch.cat.0.forward": {"input_args": [{"type": "str", "value": "md5"}],
+                                                         "output": [_tensor(1.0)]}}
+    escaped = _entries(1.0) | {'Torch.q\\"x.0.forward': {"output": [_tensor(1.0)]}}
+    return {"empty_backward": (empty_backward, False), "backward_first": (backward_first, False),
+            "text_md5": (text_md5, False), "escaped": (escaped, False), "plain": (_entries(1.0), True)}
+
+
+@pytest.mark.parametrize("name", sorted(_fallbacks()))
+def test_abandoned_streams_leave_the_whole_report(name, tmp_path, run_probe, streamed) -> None:
+    entries, streams = _fallbacks()[name]
+    for side, scale in (("target", 1.0), ("golden", 1.3)):
+        data = entries if side == "target" else {k: v for k, v in _entries(scale).items()} | {
+            k: v for k, v in entries.items() if k not in _entries(1.0)}
+        _write(tmp_path / side / "dump.json", list(data.items()) if side == "golden" else list(entries.items()))
+    runs = {}
+    for run, window in (("whole", "0"), ("streamed", "1")):
+        result = run_probe("compare", "-tp", tmp_path / "target" / "dump.json", "-gp", tmp_path / "golden" / "dump.json",
+                           "-o", tmp_path / run, "--format", "csv,json", "--window", window)
+        runs[run] = (result.code, collect(tmp_path / run), _console(result.out, tmp_path / run))
+    assert runs["whole"] == runs["streamed"]
+    assert bool(streamed) == streams

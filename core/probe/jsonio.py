@@ -194,6 +194,17 @@ def _member_pieces(raw: bytes, key: str) -> tuple[int, int, list[tuple[int, int]
     return body, end, pieces
 
 
+def parse_piece(piece: bytes) -> Any:
+    """A piece of JSON text parsed (``NaN``/``Infinity`` tokens too); ``None`` when it does not parse."""
+    try:
+        return orjson.loads(piece)
+    except orjson.JSONDecodeError:
+        try:  # NaN/Infinity tokens: the standard parser reads them
+            return json.loads(piece)
+        except (ValueError, RecursionError):
+            return None
+
+
 def _member_entries(raw: bytes, pieces: list[tuple[int, int]], path: Path, key: str) -> Iterator[tuple[str, Any]]:
     """Yield the member's entries piece by piece (see :func:`read_json_member`)."""
     taken = 0
@@ -204,14 +215,7 @@ def _member_entries(raw: bytes, pieces: list[tuple[int, int]], path: Path, key: 
         text = raw[begin:stop].rstrip()
         part = None
         if index == last or text.endswith(b","):  # each piece but the last ends with a comma
-            piece = b"{" + (text if index == last else text[:-1]) + b"}"
-            try:
-                part = orjson.loads(piece)
-            except orjson.JSONDecodeError:
-                try:  # NaN/Infinity tokens: the standard parser reads them
-                    part = json.loads(piece)
-                except (ValueError, RecursionError):
-                    pass
+            part = parse_piece(b"{" + (text if index == last else text[:-1]) + b"}")
         if not isinstance(part, dict):
             # NaN tokens or an unusual layout: parse everything and go on after the
             # entries already given (a real syntax error is reported by parse_json)

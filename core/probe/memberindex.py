@@ -8,7 +8,6 @@ consecutive entries later, in any order, holding only that run in memory.
 
 from __future__ import annotations
 
-import json
 import mmap
 import os
 import re
@@ -17,9 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from probe.jsonio import MAX_JSON_BYTES, member_span, open_regular
+from probe.jsonio import MAX_JSON_BYTES, member_span, open_regular, parse_piece
 
 _ENTRY = re.compile(rb'\n  "([^"\\\n]*)": ')
 """The start of an entry: a name without escapes at indentation two (an escaped name is not
@@ -49,15 +46,7 @@ class MemberIndex:
         release(self.raw, self.starts[lo], stop)
         if text.endswith(b","):
             text = text[:-1]
-        piece = b"{" + text + b"}"
-        del text
-        try:
-            part = orjson.loads(piece)
-        except orjson.JSONDecodeError:
-            try:  # NaN/Infinity tokens: the standard parser reads them
-                part = json.loads(piece)
-            except (ValueError, RecursionError):
-                return None
+        part = parse_piece(b"{" + text + b"}")
         if not isinstance(part, dict) or len(part) != hi - lo or list(part) != self.names[lo:hi]:
             return None
         return list(part.items())
