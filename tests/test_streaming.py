@@ -106,8 +106,11 @@ def _write(path, entries) -> None:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(target=_DUMP, golden=_DUMP, window=st.integers(1, 5))
-def test_windows_pair_as_the_whole_dumps(tmp_path, target, golden, window) -> None:
+@given(target=_DUMP, golden=_DUMP, window=st.integers(1, 5), cap=st.sampled_from([64 << 20, 1, 400]))
+def test_windows_pair_as_the_whole_dumps(tmp_path, target, golden, window, cap, monkeypatch) -> None:
+    import probe.windows
+
+    monkeypatch.setattr(probe.windows, "WINDOW_BYTES", cap)  # windows cut by dump text size too
     reader = MsprobeJsonReader()
     _write(tmp_path / "t" / "dump.json", target)
     _write(tmp_path / "g" / "dump.json", golden)

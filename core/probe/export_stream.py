@@ -155,7 +155,10 @@ class JsonStream:
 
     def abort(self) -> None:
         self.handle.close()
-        os.unlink(self.body)
+        try:
+            os.unlink(self.body)
+        except FileNotFoundError:  # closed already
+            pass
 
 
 class StreamingCsvExporter(CsvExporter):

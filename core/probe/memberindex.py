@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from probe.jsonio import MAX_JSON_BYTES, member_span, open_regular, parse_piece
+from probe.jsonio import MAX_JSON_BYTES, MAX_WHOLE_JSON_BYTES, member_span, open_regular, parse_piece
 
 _ENTRY = re.compile(rb'\n  "([^"\\\n]*)": ')
 """The start of an entry: a name without escapes at indentation two (an escaped name is not
@@ -42,6 +42,8 @@ class MemberIndex:
         if lo >= hi:
             return []
         stop = self.starts[hi] if hi < len(self.starts) else self.end
+        if stop - self.starts[lo] > MAX_WHOLE_JSON_BYTES:
+            return None  # the whole read refuses it, naming the file
         text = self.raw[self.starts[lo]:stop].rstrip()
         release(self.raw, self.starts[lo], stop)
         if text.endswith(b","):

@@ -16,7 +16,8 @@ shift later numbers, so it stops the streamed compare (:class:`NotStreamable`).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
 
 from probe.errors import NotStreamable
@@ -24,6 +25,9 @@ from probe.formats.msprobe.stream import StreamedDump
 from probe.match import assign_keys, backward_renames, match_exact
 from probe.model import Pair, Row, RowList
 
+WINDOW_BYTES = 64 << 20
+"""A window holds at most this much dump text (besides its entry count), so that a dump of
+few, very large entries stays bounded too."""
 _KINDS = ("forward", "backward", "parameters_grad")
 _INNER = (".input.", ".output.", ".parameters.", ".parameters_grad.")
 
@@ -144,11 +148,16 @@ class TargetWindows:
         self.counters: defaultdict[str, int] = defaultdict(int)
         self.has_md5 = False
 
-    def __iter__(self):
-        names = self.dump.names
-        for lo in range(0, len(names), self.window):
-            hi = min(len(names), lo + self.window)
+    def __iter__(self) -> Iterator[tuple[int, list[Pair]]]:
+        """``(entries, pairs)`` of each window: at most ``window`` entries and about
+        :data:`WINDOW_BYTES` of dump text (never less than one entry)."""
+        starts, count = self.dump.index.starts, len(self.dump.names)
+        lo = 0
+        while lo < count:
+            by_size = bisect_left(starts, starts[lo] + WINDOW_BYTES, lo + 1)
+            hi = min(count, lo + self.window, max(lo + 1, by_size))
             yield hi - lo, self.pairs(lo, hi)
+            lo = hi
 
     def pairs(self, lo: int, hi: int) -> list[Pair]:
         """The pairs of target entries ``lo:hi`` in target order."""
