@@ -205,3 +205,23 @@ def test_abandoned_streams_leave_the_whole_report(name, tmp_path, run_probe, str
         runs[run] = (result.code, collect(tmp_path / run), _console(result.out, tmp_path / run))
     assert runs["whole"] == runs["streamed"]
     assert bool(streamed) == streams
+
+
+def test_window_size_follows_the_request_and_the_dump_size(tmp_path, monkeypatch) -> None:
+    from probe.model import CompareRequest, PairPlan
+
+    _write(tmp_path / "t" / "dump.json", list(_entries(1.0).items()))
+    plan = PairPlan("dump.json", tmp_path / "t" / "dump.json", tmp_path / "t" / "dump.json")
+
+    def size(keep: bool = False, plan: PairPlan = plan, **options) -> int:
+        return streaming.window_size(plan, CompareRequest(plan.target, plan.golden, options=options), keep)
+
+    assert size() == 0  # small dumps run whole
+    assert size(stream_window=5) == 5
+    assert size(True, stream_window=5) == 0  # results kept (the Python API)
+    assert size(stream_window=5, highlight=True) == 0
+    assert size(plan=PairPlan("x", plan.target, plan.golden, pairers=("fuzzy",)), stream_window=5) == 0
+    assert size(plan=PairPlan("x", plan.target, plan.golden, pairers=("exact",)), stream_window=5) == 5
+    monkeypatch.setattr(streaming, "STREAM_MIN_BYTES", 1)
+    assert size() == streaming.DEFAULT_WINDOW
+    assert size(stream_window=0) == 0
