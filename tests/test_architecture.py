@@ -27,7 +27,7 @@ LAZY_CORE_MODULES = {
     # statistics rules are imported by the analyzers at start-up; its numpy column
     # renderer only when a report is rendered
     ("probe/modes/statistics.py", "probe.modes.stat_columns"),
-    ("probe/builtin/exporters.py", "probe.exporters"),
+    ("probe/builtin/exporters.py", "probe.export_stream"),
     ("probe/builtin/analysis.py", "probe.analysis.analyzers"),
     ("probe/builtin/analysis.py", "probe.analysis.merge"),
     ("probe/builtin/commands.py", "probe.console"),

@@ -34,3 +34,8 @@ class PluginError(ProbeError):
     """A plugin failed to load or registered something inconsistent."""
 
     exit_code = 3
+
+
+class NotStreamable(Exception):
+    """A compare started a window at a time found something only a whole-dump compare does
+    exactly (see :mod:`probe.streaming`); it is run again on the whole dumps. Never shown."""

@@ -19,6 +19,7 @@ from probe.cells import SUSPECT_START, SafeCsvWriter, safe_cell, safe_row
 from probe.csvtext import csv_lines, safe_cells
 from probe.io import atomic_path, atomic_write, temp_file
 from probe.modes.common import STACK_COLUMN, STAT_COLUMNS
+from probe.model import Summary
 from probe.result import CompareResult
 from probe.xlsx import XlsxWriter
 
@@ -126,6 +127,23 @@ class CsvExporter:
             SafeCsvWriter(handle).writerow(columns)
             _write_body(handle, rows, stack)
         return out.path
+
+
+def csv_header(handle: Any, result: CompareResult) -> None:
+    """The header line of ``result``'s CSV report, as :class:`CsvExporter` writes it."""
+    if _renders_columns(result):
+        handle.write(csv_lines([[c] for c in safe_row(result.columns)]))
+    else:
+        SafeCsvWriter(handle).writerow(result.columns)
+
+
+def csv_body(handle: Any, result: CompareResult) -> None:
+    """The CSV lines of every row of ``result``, as :class:`CsvExporter` writes them."""
+    columns = result.columns
+    if _renders_columns(result):
+        _column_body(handle, result, columns)
+    else:
+        _row_body(handle, result, columns.index(STACK_COLUMN) if STACK_COLUMN in columns else None)
 
 
 def _write_column_range(handle: Any, result: CompareResult, columns: list[str], start: int, stop: int) -> None:
@@ -240,26 +258,38 @@ class XlsxExporter:
     max_rows = XLSX_MAX_ROWS
 
     def write(self, result: CompareResult, path: Path) -> list[Path]:
+        if not _renders_columns(result):
+            return self.write_rows(path, result.columns, self.cells(result), len(result))
         columns = result.columns
         highlight = columns.index(HIGHLIGHT_COLUMN) if HIGHLIGHT_COLUMN in columns else None
-        total = len(result)
-        sheets = max(1, math.ceil(total / self.max_rows))
-        per_sheet = math.ceil(total / sheets) if total else 0
-        by_columns = _renders_columns(result)
-        rows = _rows(result, XLSX_INF)
         out = atomic_path(path)
         with out as tmp, XlsxWriter(tmp) as book:
-            for index in range(sheets):
-                name = "Sheet1" if sheets == 1 else f"part_{index}"
-                start = index * per_sheet
-                count = min(per_sheet, total - start)
-                if by_columns:
-                    book.add_sheet_columns(name, safe_row(columns), _column_blocks(result, XLSX_INF, start, start + count),
-                                           rows_count=count, fill_column=highlight)
-                else:
-                    book.add_sheet(name, safe_row(columns), islice(rows, per_sheet), rows_count=count,
-                                   fill_column=highlight)
+            for name, start, count in self._sheets(len(result)):
+                book.add_sheet_columns(name, safe_row(columns), _column_blocks(result, XLSX_INF, start, start + count),
+                                       rows_count=count, fill_column=highlight)
         return [out.path]
+
+    @staticmethod
+    def cells(result: CompareResult) -> Iterator[list[Any]]:
+        """The sheet rows of ``result`` (spreadsheet-safe text, infinities as text)."""
+        return _column_rows(result, XLSX_INF) if _renders_columns(result) else _rows(result, XLSX_INF)
+
+    def write_rows(self, path: Path, columns: list[str], rows: Iterator[list[Any]], total: int) -> list[Path]:
+        """Write ``total`` sheet rows: one sheet, or equal parts past the row limit."""
+        highlight = columns.index(HIGHLIGHT_COLUMN) if HIGHLIGHT_COLUMN in columns else None
+        out = atomic_path(path)
+        with out as tmp, XlsxWriter(tmp) as book:
+            for name, _, count in self._sheets(total):
+                book.add_sheet(name, safe_row(columns), islice(rows, count), rows_count=count, fill_column=highlight)
+        return [out.path]
+
+    def _sheets(self, total: int) -> Iterator[tuple[str, int, int]]:
+        """``(sheet name, first row, rows)`` of each sheet: one, or equal parts past the row limit."""
+        sheets = max(1, math.ceil(total / self.max_rows))
+        per_sheet = math.ceil(total / sheets) if total else 0
+        for index in range(sheets):
+            start = index * per_sheet
+            yield ("Sheet1" if sheets == 1 else f"part_{index}"), start, min(per_sheet, total - start)
 
 
 def _json_value(value: Any) -> Any:
@@ -275,12 +305,22 @@ class JsonExporter:
     suffix = ".json"
 
     def write(self, result: CompareResult, path: Path) -> list[Path]:
-        columns = result.columns
-        summary = result.summary()
+        out = atomic_write(path, "wb")
+        with out as handle:
+            handle.write(self.head(result, result.summary()))
+            handle.writelines(self.lines(result, True))
+            handle.write(self.TAIL)
+        return [out.path]
+
+    TAIL = b"\n]}\n"
+
+    @staticmethod
+    def head(result: CompareResult, summary: Summary) -> bytes:
+        """The document up to the opening of its ``rows`` list."""
         head = {
             "label": result.label,
             "mode": result.mode.name,
-            "columns": columns,
+            "columns": result.columns,
             "summary": {
                 "rows": summary.rows, "pass": summary.passed, "warning": summary.warnings,
                 "error": summary.errors, "unmatched": summary.unmatched, "golden_only": summary.golden_only,
@@ -288,13 +328,13 @@ class JsonExporter:
                 "first_error": summary.first_error,
             },
         }
-        out = atomic_write(path, "wb")
-        with out as handle:
-            handle.write(orjson.dumps(head)[:-1] + b', "rows": [\n')
-            first = True
-            for row in result.table():
-                record = {c: _json_value(v) for c, v in zip(columns, row)}
-                handle.write((b"" if first else b",\n") + orjson.dumps(record))
-                first = False
-            handle.write(b"\n]}\n")
-        return [out.path]
+        return orjson.dumps(head)[:-1] + b', "rows": [\n'
+
+    @staticmethod
+    def lines(result: CompareResult, first: bool) -> Iterator[bytes]:
+        """One JSON object per row, each but the document's first preceded by ``,\\n``."""
+        columns = result.columns
+        for row in result.table():
+            record = {c: _json_value(v) for c, v in zip(columns, row)}
+            yield (b"" if first else b",\n") + orjson.dumps(record)
+            first = False

@@ -28,10 +28,12 @@ TensorLoader = Callable[[Path], Any]
 """Loads one tensor file into a numpy array (bfloat16/float8 converted to float32)."""
 
 OPTIONAL_MEMBERS: dict[str, tuple[str, ...]] = {
-    "DumpReader": ("tensor_loader",),
+    "DumpReader": ("tensor_loader", "stream"),
     "NameNormalizer": ("option", "also_with"),
     "Pairer": ("option",),
-    "Analyzer": ("digest",),
+    "MetricMode": ("streams",),
+    "Exporter": ("open_stream",),
+    "Analyzer": ("digest", "digest_stream"),
     "GraphRules": ("is_recompute_stack", "partial_sum_outputs"),
 }
 """Members a plugin object may leave out, by protocol name."""
@@ -41,8 +43,9 @@ OPTIONAL_MEMBERS: dict[str, tuple[str, ...]] = {
 class DumpReader(Protocol):
     """Recognises one dump format and reads it into plain rows (the *read* stage).
 
-    Optional member: ``tensor_loader`` (a :data:`TensorLoader` for the tensor files this
-    format keeps beside its rows).
+    Optional members: ``tensor_loader`` (a :data:`TensorLoader` for the tensor files this
+    format keeps beside its rows); ``stream(path, with_stack) -> StreamedDump | None``, the
+    dump indexed by entry and flattened a window at a time (see :mod:`probe.streaming`).
     """
 
     name: str
@@ -112,7 +115,11 @@ class Pairer(Protocol):
 
 @runtime_checkable
 class MetricMode(Protocol):
-    """A way of comparing paired rows: columns, computation, Result rules (the *measure* stage)."""
+    """A way of comparing paired rows: columns, computation, Result rules (the *measure* stage).
+
+    Optional member: ``streams = True`` when ``compute`` and ``judge`` need nothing beyond a
+    window of whole entries, so that very large dumps may be compared a window at a time.
+    """
 
     name: str
 
@@ -144,7 +151,12 @@ class TensorMetric(Protocol):
 
 @runtime_checkable
 class Exporter(Protocol):
-    """Writes a finished comparison in one format (the *export* stage)."""
+    """Writes a finished comparison in one format (the *export* stage).
+
+    Optional member: ``open_stream(result, path)`` for streamed compares: ``result`` holds
+    everything but the rows; the stream takes ``write(window)`` per window of rows in order,
+    then ``close(result, summary) -> [paths]`` or ``abort()``; the bytes equal ``write``'s.
+    """
 
     name: str
     suffix: str
@@ -161,7 +173,9 @@ class Analyzer(Protocol):
     is called right after a pair is judged, where the pair ran (a worker process or a
     cluster node), and ``analyze`` then receives the list of digests instead of the
     results, so whole results never travel between processes. The digest must be
-    picklable and small.
+    picklable and small. Optional member ``digest_stream(request, result)`` returns a
+    builder of the same digest for streamed compares: ``add(window)`` per window of whole
+    entries in order, then ``finish(result) -> digest``.
     """
 
     name: str

@@ -173,12 +173,9 @@ def read_json_member(path: Path, key: str) -> tuple[Any, Iterator[tuple[str, Any
     return parse_json(raw, path), None
 
 
-def _member_pieces(raw: bytes, key: str) -> tuple[int, int, list[tuple[int, int]]] | None:
-    """Where the member ``key`` of an ``indent=1`` file opens and closes, and its pieces.
-
-    Returns ``(end of the opening brace, start of the closing brace, [(start, stop)...])``;
-    each piece is a run of whole ``"name": value`` members. ``None`` for another layout.
-    """
+def member_span(raw: bytes | mmap.mmap, key: str) -> tuple[int, int] | None:
+    """Where the member ``key`` (a non-empty object) of an ``indent=1`` JSON file opens and
+    closes: ``(end of its opening brace, start of its closing brace)``; ``None`` for another layout."""
     marker = b'\n "' + key.encode() + b'": {'
     start = raw.find(marker, 0, HEAD_BYTES)
     if start < 0:
@@ -187,6 +184,19 @@ def _member_pieces(raw: bytes, key: str) -> tuple[int, int, list[tuple[int, int]
     end = raw.find(b"\n }", body)
     if end < 0 or raw[body : body + 4] != b'\n  "':  # an empty member is not worth it
         return None
+    return body, end
+
+
+def _member_pieces(raw: bytes, key: str) -> tuple[int, int, list[tuple[int, int]]] | None:
+    """Where the member ``key`` of an ``indent=1`` file opens and closes, and its pieces.
+
+    Returns ``(end of the opening brace, start of the closing brace, [(start, stop)...])``;
+    each piece is a run of whole ``"name": value`` members. ``None`` for another layout.
+    """
+    span = member_span(raw, key)
+    if span is None:
+        return None
+    body, end = span
     pieces: list[tuple[int, int]] = []
     begin = body
     while end - begin > CHUNK_BYTES:
@@ -197,6 +207,17 @@ def _member_pieces(raw: bytes, key: str) -> tuple[int, int, list[tuple[int, int]
         begin = cut
     pieces.append((begin, end))
     return body, end, pieces
+
+
+def parse_piece(piece: bytes) -> Any:
+    """A piece of JSON text parsed (``NaN``/``Infinity`` tokens too); ``None`` when it does not parse."""
+    try:
+        return orjson.loads(piece)
+    except orjson.JSONDecodeError:
+        try:  # NaN/Infinity tokens: the standard parser reads them
+            return json.loads(piece)
+        except (ValueError, RecursionError):
+            return None
 
 
 def _member_entries(raw: bytes, pieces: list[tuple[int, int]], path: Path, key: str) -> Iterator[tuple[str, Any]]:
@@ -211,14 +232,7 @@ def _member_entries(raw: bytes, pieces: list[tuple[int, int]], path: Path, key: 
         text = raw[begin:stop].rstrip()
         part = None
         if index == last or text.endswith(b","):  # each piece but the last ends with a comma
-            piece = b"{" + (text if index == last else text[:-1]) + b"}"
-            try:
-                part = orjson.loads(piece)
-            except orjson.JSONDecodeError:
-                try:  # NaN/Infinity tokens: the standard parser reads them
-                    part = json.loads(piece)
-                except (ValueError, RecursionError):
-                    pass
+            part = parse_piece(b"{" + (text if index == last else text[:-1]) + b"}")
         if not isinstance(part, dict):
             # NaN tokens or an unusual layout: parse everything and go on after the
             # entries already given (a real syntax error is reported by parse_json)

@@ -11,13 +11,15 @@ from typing import Any
 from probe.formats.msprobe.dtypes import dtypes_compatible
 from probe.model import FlatDump, KeyMap, MatchContext, Pair, Pairing, Row
 
-def backward_renames(entries: Sequence[str]) -> dict[str, str]:
+def backward_renames(entries: Sequence[str], counters: dict[str, int] | None = None) -> dict[str, str]:
     """Map each backward entry name to its name with the call index renumbered.
 
     The index becomes the entry's ordinal among backward entries of the same stem (name
     minus its last two components), in file order, so that backward calls pair by order.
+    ``counters`` (ordinals per stem) carries the numbering on across calls, for entries
+    given a window at a time.
     """
-    counters: dict[str, int] = defaultdict(int)
+    counters = defaultdict(int) if counters is None else counters
     renames: dict[str, str] = {}
     for entry in entries:
         if "backward" not in entry:  # most entries: no need to split them
@@ -42,10 +44,12 @@ _ENTRY = attrgetter("entry")
 _KEY = attrgetter("key")
 
 
-def assign_keys(rows: Sequence[Row], renumber: bool) -> None:
-    """Set ``row.key`` to the row name, with backward call indices renumbered if asked."""
-    renames = backward_renames(list(dict.fromkeys(map(_ENTRY, rows)))) if renumber else {}
-    if not renames:
+def assign_keys(rows: Sequence[Row], renumber: bool, renames: dict[str, str] | None = None) -> None:
+    """Set ``row.key`` to the row name, with backward call indices renumbered if asked
+    (by ``renames`` when given, else by the entries of ``rows``)."""
+    if renumber and renames is None:
+        renames = backward_renames(list(dict.fromkeys(map(_ENTRY, rows))))
+    if not renumber or not renames:
         for row in rows:
             row.key = row.name
         return

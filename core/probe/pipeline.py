@@ -15,6 +15,7 @@ from typing import Any
 
 import probe.runtime as runtime
 import probe.stages as stages
+import probe.streaming as streaming
 from probe.errors import ProbeError
 from probe.interfaces import Registries
 from probe.io import prepare_output_dir, timestamp
@@ -50,12 +51,19 @@ def run_plan(plan: PairPlan, request: CompareRequest, registries: Registries,
 
 def run_unit(plan: PairPlan, request: CompareRequest, keep: bool, host: Host | None = None,
              progress: ProgressFactory | None = None) -> JobOutcome:
-    """Run one plan through every stage up to export; errors become an outcome instead of an exception."""
+    """Run one plan through every stage up to export; errors become an outcome instead of an exception.
+
+    Very large dumps run a window at a time when every stage allows it (:mod:`probe.streaming`).
+    """
     host = host or default_host()
+    analyzers = stages.enabled_analyzers(host, request)
     try:
         with runtime.gc_paused():
+            streamed = streaming.run_streamed(plan, request, host, analyzers, keep, timestamp(), progress)
+            if streamed is not None:
+                return streamed
             result = run_plan(plan, request, host, progress)
-            digests, needs_result = stages.diagnose(result, request, stages.enabled_analyzers(host, request))
+            digests, needs_result = stages.diagnose(result, request, analyzers)
             stages.export(result, host, request, timestamp())
     except ProbeError as exc:
         return JobOutcome(plan.label, Summary(), error=str(exc), exit_code=exc.exit_code)

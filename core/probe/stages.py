@@ -45,6 +45,13 @@ def read(plan: PairPlan, registries: Registries, stack_path: str | None = None,
     golden_reader = pick_reader(plan.golden, registries, plan.golden_reader_name)
     target, golden = dumps.load_pair(plan.target, plan.golden, target_reader, golden_reader,
                                      plan.options.get("reader_args"))
+    settle_read(plan, target, golden, stack_path, framework)
+    return target, golden
+
+
+def settle_read(plan: PairPlan, target: FlatDump, golden: FlatDump, stack_path: str | None = None,
+                framework: str | None = None) -> None:
+    """What :func:`read` does once both dumps of ``plan`` are read: ``--framework``, the stack file, warnings."""
     if framework and not target.info.framework_declared and target.info.framework != framework:
         log.info("%s: no 'framework' key; --framework says %s", target.info.path, framework)
         target.info = replace(target.info, framework=framework, framework_declared=True)
@@ -60,7 +67,6 @@ def read(plan: PairPlan, registries: Registries, stack_path: str | None = None,
             raise InputError("stack file does not exist", stack_path)
     if target.stack is None:
         log.info("no stack.json beside %s: the report has no NPU_Stack_Info column", plan.target)
-    return target, golden
 
 
 def pick_reader(path: Path, registries: Registries, name: str | None = None) -> Any:
@@ -130,6 +136,16 @@ def choose_pairer(registries: Registries, options: dict[str, Any], key_map: KeyM
     return registries.pairers.get("exact")
 
 
+def active_normalizers(target: FlatDump, golden: FlatDump, registries: Registries, options: dict[str, Any]) -> list[Any]:
+    """The normalizers that apply to the framework pair and whose ``option`` (if any) is set."""
+    return [
+        n for n in registries.normalizers.values()
+        if n.applies(target.info.framework, golden.info.framework)
+        and (getattr(n, "option", None) is None or options.get(n.option)
+             or any(options.get(o) for o in getattr(n, "also_with", ())))
+    ]
+
+
 def normalize(target: FlatDump, golden: FlatDump, registries: Registries, options: dict[str, Any],
               renumber: bool = True, renumber_target: bool = True) -> None:
     """Give every row its matching key: its name (backward indices renumbered), then normalizers.
@@ -138,13 +154,7 @@ def normalize(target: FlatDump, golden: FlatDump, registries: Registries, option
     """
     assign_keys(golden.rows, renumber)
     assign_keys(target.rows, renumber and renumber_target)
-    normalizers = [
-        n for n in registries.normalizers.values()
-        if n.applies(target.info.framework, golden.info.framework)
-        and (getattr(n, "option", None) is None or options.get(n.option)
-             or any(options.get(o) for o in getattr(n, "also_with", ())))
-    ]
-    for normalizer in normalizers:
+    for normalizer in active_normalizers(target, golden, registries, options):
         for side, dump in (("target", target), ("golden", golden)):
             for row in dump.rows:
                 row.key = normalizer.normalize(row.key, side)
@@ -238,17 +248,27 @@ def export(result: CompareResult, registries: Registries, request: CompareReques
     """Write ``result`` in every requested format; returns the files written."""
     if request.output_dir is None:
         return []
-    directory = prepare_output_dir(request.output_dir / result.output_subdir if result.output_subdir else request.output_dir)
+    report_dir(request, result)
     written: list[Path] = []
     if not result.records:
         log.warning("%s: nothing to compare (no rows); no report written", result.label)
         return written
     for fmt in request.formats:
         exporter = registries.exporters.get(fmt)
-        path = unique_path(directory, f"{result.output_stem}_{stamp}", exporter.suffix)
-        written.extend(exporter.write(result, path))
+        written.extend(exporter.write(result, report_path(request, result, exporter, stamp)))
     result.files = written
     return written
+
+
+def report_dir(request: CompareRequest, result: CompareResult) -> Path:
+    """The (created) directory of ``result``'s reports."""
+    assert request.output_dir is not None
+    return prepare_output_dir(request.output_dir / result.output_subdir if result.output_subdir else request.output_dir)
+
+
+def report_path(request: CompareRequest, result: CompareResult, exporter: Any, stamp: str) -> Path:
+    """A free file name for ``result``'s report by ``exporter``."""
+    return unique_path(report_dir(request, result), f"{result.output_stem}_{stamp}", exporter.suffix)
 
 
 def compare_dumps(target: FlatDump, golden: FlatDump, registries: Registries, options: dict[str, Any],

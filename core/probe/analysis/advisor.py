@@ -12,11 +12,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import groupby
+from typing import Any
 
-from probe.analysis.nodes import (
-    ENTRY_OF, Node, has_nan_inf, is_ignored_entry, result_rank, row_deviation, unjudged_node,
-)
+from probe.analysis.nodes import Node, build_nodes, has_nan_inf, row_deviation
+from probe.errors import NotStreamable
 from probe.model import ERROR, WARNING
 from probe.modes import common
 from probe.result import UNMATCHED, CompareResult, RowResult
@@ -116,15 +115,17 @@ def _forward_of(entry: str) -> str | None:
     return None
 
 
-def node_facts(node: Node, md5: bool, forward: Node | None = None) -> NodeFacts:
+def node_facts(node: Node, md5: bool, forward: Node | None = None, saved: Any = None) -> NodeFacts:
     """Deviation, NaN/inf and structural facts of one node.
 
     For a backward node, ``forward`` is its forward node: the tensors saved by the forward
     pass are inputs of the backward pass, so their differences count as input differences.
+    ``saved`` gives the forward node's facts instead of the node.
     """
     facts = NodeFacts(node)
     if forward is not None:
         saved = node_facts(forward, md5)
+    if saved is not None:
         facts.in_dev = max(saved.in_dev, saved.out_dev)
         facts.worst_in = saved.worst_out if saved.out_dev >= saved.in_dev else saved.worst_in
         facts.nan_in = saved.nan_in or saved.nan_out
@@ -206,76 +207,112 @@ class Advice:
 
 
 def advise(result: CompareResult, nodes: list[Node] | None = None) -> Advice:
-    """Find the first failing row of ``result`` and the node where its difference starts.
+    """Find the first failing row of ``result`` and the node where its difference starts."""
+    nodes = nodes if nodes is not None else build_nodes(result, judge=False)  # -da verdicts are not used here
+    builder = AdviceBuilder(result, {node.entry: node for node in nodes})
+    builder.add(nodes)
+    return builder.finish()
 
-    Without ``nodes``, a node is made only for the entries the search reads (those up to the
-    culprit, and forward calls of backward ones): the same nodes ``build_nodes(result,
-    judge=False)`` would make (the ``-da`` verdicts are not used here).
+
+@dataclass
+class _Saved:
+    """What a backward node takes from its forward node's facts (kept without the forward's rows)."""
+
+    in_dev: float
+    out_dev: float
+    worst_in: Any
+    worst_out: Any
+    nan_in: bool
+    nan_out: bool
+
+
+@dataclass(frozen=True)
+class _Name:
+    """A row named in an advice whose row itself is no longer kept (a streamed compare)."""
+
+    name: str
+
+
+def _saved(facts: NodeFacts) -> _Saved:
+    def name(record: Any) -> Any:
+        return None if record is None else _Name(record.name)
+
+    return _Saved(facts.in_dev, facts.out_dev, name(facts.worst_in), name(facts.worst_out), facts.nan_in, facts.nan_out)
+
+
+class AdviceBuilder:
+    """:func:`advise` over nodes given in order, a window at a time.
+
+    The first failing row is looked for while the culprit (the first node, up to the failing
+    one, whose facts differ) is looked for alongside. A backward node's facts need its forward
+    node: from ``by_entry`` (every node of the rank) when given, else from the facts of the
+    forward nodes met so far, kept without their rows until the failing row is found. A
+    forward node met after a backward node that looked for it raises :class:`NotStreamable`.
     """
-    md5 = result.mode.name == "md5"
-    advice = Advice(label=result.label, rank=result.rank, md5=md5)
-    if nodes is not None:
-        groups = [(node.entry, node.records) for node in nodes]
-        node_at: Callable[[int], Node] = nodes.__getitem__
-    else:
-        groups = [(entry, list(rows)) for entry, rows in groupby(result.records, key=ENTRY_OF)]
-        node_at = _lazy_nodes(result, groups)
-    at_entry = {entry: i for i, (entry, _) in enumerate(groups)}
 
-    def facts_of(node: Node) -> NodeFacts:
+    def __init__(self, result: CompareResult, by_entry: dict[str, Node] | None = None) -> None:
+        self.md5 = result.mode.name == "md5"
+        self.advice = Advice(label=result.label, rank=result.rank, md5=self.md5)
+        self.by_entry = by_entry
+        self.saved: dict[str, _Saved] = {}
+        self.missing: set[str] = set()
+
+    def _facts(self, node: Node) -> NodeFacts:
         forward = _forward_of(node.entry)
-        at = at_entry.get(forward) if forward else None
-        return node_facts(node, md5, node_at(at) if at is not None else None)
+        if forward is None:
+            return node_facts(node, self.md5)
+        if self.by_entry is not None:
+            return node_facts(node, self.md5, self.by_entry.get(forward))
+        saved = self.saved.get(forward)
+        if saved is None:
+            self.missing.add(forward)
+        return node_facts(node, self.md5, saved=saved)
 
-    failing_index = None
-    for i, (_, records) in enumerate(groups):
-        for record in records:
-            if record.verdict == UNMATCHED and record.pair.golden is not None:
-                advice.not_compared += 1
-                advice.first_not_compared = advice.first_not_compared or record
-            elif record.verdict == UNMATCHED:
-                advice.unmatched += 1
-                advice.first_unmatched = advice.first_unmatched or record.name
-            elif failing_index is None and record.verdict in (WARNING, ERROR):
-                advice.failing, failing_index = record, i
-    if advice.failing is None:
-        if advice.unmatched:
-            advice.cause = UNMATCHED_STRUCTURE
+    def add(self, nodes: list[Node]) -> None:
+        advice = self.advice
+        streamed = self.by_entry is None
+        for node in nodes:
+            if streamed and self.missing and node.entry in self.missing:
+                raise NotStreamable(f"{node.entry} comes after a backward node that needs it")
+            searching = advice.failing is None
+            facts = None
+            if searching and advice.culprit is None and not node.is_ignored:
+                facts = self._facts(node)
+                if facts.differs:
+                    advice.culprit = facts
+            if searching and streamed and ".forward" in node.entry:
+                plain = facts if facts is not None and _forward_of(node.entry) is None else node_facts(node, self.md5)
+                self.saved[node.entry] = _saved(plain)
+            for record in node.records:
+                if record.verdict == UNMATCHED and record.pair.golden is not None:
+                    advice.not_compared += 1
+                    advice.first_not_compared = advice.first_not_compared or record
+                elif record.verdict == UNMATCHED:
+                    advice.unmatched += 1
+                    advice.first_unmatched = advice.first_unmatched or record.name
+                elif advice.failing is None and record.verdict in (WARNING, ERROR):
+                    advice.failing, advice.failing_node = record, node
+                    advice.failing_facts = facts if facts is not None else self._facts(node)
+                    self.saved.clear()
+
+    def finish(self) -> Advice:
+        """The advice once every node was added."""
+        advice = self.advice
+        if advice.failing is None:
+            if advice.unmatched:
+                advice.cause = UNMATCHED_STRUCTURE
+            return advice
+        failing_facts, advice.failing_facts = advice.failing_facts, None
+        if advice.culprit is None:
+            # the failing row's node is judged by a rule but differs less than the threshold
+            advice.culprit = failing_facts
+        advice.cause = advice.culprit.cause()
+        if advice.culprit.node is advice.failing_node:
+            advice.failing_relation = advice.cause if advice.cause in (INTRODUCED, INHERITED) else None
+        else:
+            advice.failing_facts = failing_facts
+            advice.failing_relation = failing_facts.relation()
         return advice
-    advice.failing_node = node_at(failing_index)
-    for i in range(failing_index + 1):
-        if is_ignored_entry(groups[i][0]):  # Node.is_ignored, before making the node
-            continue
-        facts = facts_of(node_at(i))
-        if facts.differs:
-            advice.culprit = facts
-            break
-    if advice.culprit is None:
-        # the failing row's node is judged by a rule but differs less than the threshold
-        advice.culprit = facts_of(advice.failing_node)
-    advice.cause = advice.culprit.cause()
-    if advice.culprit.node is advice.failing_node:
-        advice.failing_relation = advice.cause if advice.cause in (INTRODUCED, INHERITED) else None
-    else:
-        advice.failing_facts = facts_of(advice.failing_node)
-        advice.failing_relation = advice.failing_facts.relation()
-    return advice
-
-
-def _lazy_nodes(result: CompareResult, groups: list[tuple[str, list[RowResult]]]) -> Callable[[int], Node]:
-    """``index -> node`` of the entry groups of ``result``, each node made once, when first asked for."""
-    rank = result_rank(result)
-    stack = result.stack or {}
-    made: dict[int, Node] = {}
-
-    def node_at(index: int) -> Node:
-        node = made.get(index)
-        if node is None:
-            entry, records = groups[index]
-            node = made[index] = unjudged_node(entry, rank, index, records, stack)
-        return node
-
-    return node_at
 
 
 def _pct(value: float) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from probe.analysis import nodes_by_rank
-from probe.analysis.advisor import advise, advisor_text, explain
+from probe.analysis.advisor import AdviceBuilder, advise, advisor_text, explain
 from probe.analysis.collective import check_collectives, shares_output
 from probe.analysis.da_json import write_diff_analyze, write_rank_json
 from probe.analysis.first_diff import FirstDiff, find_first_diff
@@ -40,8 +41,47 @@ class Digest:
 def _digest(result: CompareResult, payload: Any) -> Digest | None:
     if not analysable(result):
         return None
+    return _digest_of(result, payload)
+
+
+def _digest_of(result: CompareResult, payload: Any) -> Digest:
     step = step_of(result.target.path if result.target is not None else None)
     return Digest(result.output_subdir, result.rank, result.mode.name == "md5", payload, step)
+
+
+class _AdviceStream:
+    """The advisor's digest of a streamed compare: :class:`AdviceBuilder` fed window by window."""
+
+    def __init__(self, result: CompareResult) -> None:
+        self.builder = AdviceBuilder(result)
+
+    def add(self, window: CompareResult) -> None:
+        self.builder.add(build_nodes(window, judge=False))
+
+    def finish(self, result: CompareResult) -> Digest:
+        return _digest_of(result, self.builder.finish())
+
+
+class _CollectiveStream:
+    """The collective digest of a streamed compare: the shared-output collective nodes of each
+    window, their ``index`` counted over every entry before them."""
+
+    def __init__(self, result: CompareResult) -> None:
+        self.nodes: list = []
+        self.entries = 0
+
+    def add(self, window: CompareResult) -> None:
+        for node in build_nodes(window, keep=_shares_output):
+            node.index += self.entries
+            self.nodes.append(node)
+        self.entries += sum(1 for _ in groupby(window.records, key=lambda r: r.pair.target.entry))
+
+    def finish(self, result: CompareResult) -> Digest:
+        return _digest_of(result, self.nodes)
+
+
+def _shares_output(entry: str) -> bool:
+    return is_comm_entry(entry) and shares_output(api_of(entry))
 
 
 def _digests_by_step(digests: list[Digest | None]) -> dict[str, list[Digest]]:
@@ -147,6 +187,10 @@ class AdvisorAnalyzer:
         """The advice for one rank, made where the rank was compared."""
         return _digest(result, advise(result)) if analysable(result) else None
 
+    def digest_stream(self, request: Any, result: CompareResult) -> _AdviceStream:
+        """:meth:`digest` made a window of whole entries at a time (``add``, then ``finish``)."""
+        return _AdviceStream(result)
+
     def analyze(self, request: Any, digests: list[Digest | None]) -> Analysis:
         written: list[Path] = []
         out = _out()
@@ -203,8 +247,11 @@ class CollectiveAnalyzer:
         """Only the collective nodes whose outputs the ranks must share."""
         if not analysable(result):
             return None
-        nodes = build_nodes(result, keep=lambda entry: is_comm_entry(entry) and shares_output(api_of(entry)))
-        return _digest(result, nodes)
+        return _digest(result, build_nodes(result, keep=_shares_output))
+
+    def digest_stream(self, request: Any, result: CompareResult) -> _CollectiveStream:
+        """:meth:`digest` made a window of whole entries at a time (``add``, then ``finish``)."""
+        return _CollectiveStream(result)
 
     def analyze(self, request: Any, digests: list[Digest | None]) -> Analysis:
         out = _out()

@@ -1,4 +1,5 @@
-"""Registers the built-in exporters (CSV, xlsx, JSON); the classes live in :mod:`probe.exporters`."""
+"""Registers the built-in exporters (CSV, xlsx, JSON); the classes live in :mod:`probe.exporters`
+(with their streaming seam in :mod:`probe.export_stream`)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from probe.hookspecs import hookimpl
 
 @hookimpl(trylast=True)
 def probe_register_exporters(register) -> None:
-    from probe.exporters import CsvExporter, JsonExporter, XlsxExporter
+    from probe.export_stream import StreamingCsvExporter, StreamingJsonExporter, StreamingXlsxExporter
 
-    register.add("csv", CsvExporter())
-    register.add("xlsx", XlsxExporter())
-    register.add("json", JsonExporter())
+    register.add("csv", StreamingCsvExporter())
+    register.add("xlsx", StreamingXlsxExporter())
+    register.add("json", StreamingJsonExporter())

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from probe.diagnosis.facts import RankFacts, rank_facts
+from probe.diagnosis.facts import RankFacts, RankFactsBuilder, rank_facts
 from probe.diagnosis.rank import diagnose_facts
 from probe.diagnosis.report import DIVERGENT, Diagnosis
 from probe.io import prepare_output_dir, timestamp
@@ -38,6 +38,10 @@ class DiagnosisAnalyzer:
     def digest(self, request: Any, result: Any) -> RankFacts | None:
         """The facts of one rank, made where the rank was compared."""
         return rank_facts(result) if analysable(result) else None
+
+    def digest_stream(self, request: Any, result: Any) -> RankFactsBuilder:
+        """:meth:`digest` made a window of whole entries at a time (``add``, then ``finish``)."""
+        return RankFactsBuilder(result)
 
     def analyze(self, request: Any, digests: list[RankFacts | None]) -> Analysis:
         facts = [d for d in digests if d is not None]

@@ -408,19 +408,37 @@ def _short(value: Any) -> str:
 
 def rank_facts(result: CompareResult) -> RankFacts:
     """Facts of every entry of one compared rank, in dump order."""
-    rank = result.rank if result.rank is not None else 0
-    path = result.target.path if result.target is not None else None
-    out = RankFacts(rank=rank, step=step_of(path), label=result.label, golden_only=result.golden_only,
-                    mode=result.mode.name)
-    tensor_mode = result.mode.name == "tensor"
-    md5 = result.mode.name == "md5"
-    parents = load_parents(path)
-    produced: set = set()
-    backward = False
-    for order, (entry, group) in enumerate(groupby(result.records, key=_ENTRY)):
-        if not backward and (".backward" in entry or ".parameters_grad" in entry):
-            backward = True  # what runs after the first backward entry runs in the backward pass
-        facts = node_facts(entry, order, list(group), tensor_mode, produced, backward, md5)
-        facts.module = parents.get(entry, "")
-        out.nodes.append(facts)
-    return out
+    builder = RankFactsBuilder(result)
+    builder.add(result)
+    return builder.finish(result)
+
+
+class RankFactsBuilder:
+    """:func:`rank_facts` over a rank's rows given a window of whole entries at a time.
+
+    ``add`` takes each window's result in order; ``finish`` takes the whole-rank result
+    (its rows may be left out) for the golden-only count.
+    """
+
+    def __init__(self, result: CompareResult) -> None:
+        rank = result.rank if result.rank is not None else 0
+        path = result.target.path if result.target is not None else None
+        self.facts = RankFacts(rank=rank, step=step_of(path), label=result.label, mode=result.mode.name)
+        self.tensor_mode = result.mode.name == "tensor"
+        self.md5 = result.mode.name == "md5"
+        self.parents = load_parents(path)
+        self.produced: set = set()
+        self.backward = False
+
+    def add(self, result: CompareResult) -> None:
+        nodes = self.facts.nodes
+        for entry, group in groupby(result.records, key=_ENTRY):
+            if not self.backward and (".backward" in entry or ".parameters_grad" in entry):
+                self.backward = True  # what runs after the first backward entry runs in the backward pass
+            facts = node_facts(entry, len(nodes), list(group), self.tensor_mode, self.produced, self.backward, self.md5)
+            facts.module = self.parents.get(entry, "")
+            nodes.append(facts)
+
+    def finish(self, result: CompareResult) -> RankFacts:
+        self.facts.golden_only = result.golden_only
+        return self.facts

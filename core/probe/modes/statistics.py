@@ -206,6 +206,8 @@ class StatisticsMode:
     """Compare the Max/Min/Mean/Norm statistics recorded in dump.json."""
 
     name = "statistics"
+    streams = True
+    """Rows are computed and judged per entry: large dumps may be compared a window at a time."""
 
     def accepts(self, target: FlatDump, golden: FlatDump) -> bool:
         return target.info.task == "statistics" and not target.has_md5

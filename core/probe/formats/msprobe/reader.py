@@ -16,7 +16,9 @@ from probe.errors import InputError
 from probe.formats.msprobe.flatten import flatten_entries, row_limit
 from probe.formats.msprobe.names import MINDSPORE_PREFIXES
 from probe.formats.msprobe.stack import load_stack
+from probe.formats.msprobe.stream import StreamedDump, skipped_names
 from probe.jsonio import open_regular, read_json_member
+from probe.memberindex import index_member
 from probe.model import DumpInfo, FlatDump, Row
 
 log = logging.getLogger("probe")
@@ -77,6 +79,19 @@ class MsprobeJsonReader:
         if with_stack:
             dump.stack = load_stack(path.parent / "stack.json")
         return dump
+
+    def stream(self, path: Path, with_stack: bool = True) -> StreamedDump | None:
+        """The dump read a window of entries at a time, or ``None`` when it must be read whole
+        (another layout, repeated names, a ``debug.json``, no ``framework`` key, rows named
+        by their ``data_name``)."""
+        index = index_member(path, "data", (b'"md5"', b'"data_name"'))
+        if index is None or b'"data_name"' in index.found:  # rows named by their files: read whole
+            return None
+        info, _ = self.read(path)
+        if info.kind == "debug" or not info.framework_declared:
+            return None
+        stack = load_stack(path.parent / "stack.json") if with_stack else None
+        return StreamedDump(info, index, stack, b'"md5"' in index.found, skipped_names(index.names))
 
 
 def _infer_framework(info: DumpInfo, rows: list[Row]) -> DumpInfo:

@@ -1,0 +1,59 @@
+"""A dump.json read a window of entries at a time (streamed compares of very large dumps)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from probe.errors import InputError, NotStreamable
+from probe.formats.msprobe.flatten import entry_kind, flatten_entries
+from probe.memberindex import MemberIndex
+from probe.model import DumpInfo, FlatDump, RowList
+
+
+@dataclass
+class StreamedDump:
+    """A dump whose entries are flattened on demand, by ordinal (file order).
+
+    ``has_md5`` is a hint from the bytes (any ``"md5"`` key); the compare checks it against
+    the rows it flattens. Any problem in the entries raises :class:`NotStreamable`, so that
+    reading the dump whole reports it exactly as a compare of the whole dump would.
+    """
+
+    info: DumpInfo
+    index: MemberIndex
+    stack: dict[str, list[str]] | None = None
+    has_md5: bool = False
+    skipped_entries: list[str] = field(default_factory=list)
+
+    @property
+    def names(self) -> list[str]:
+        return self.index.names
+
+    def header(self) -> FlatDump:
+        """The dump without rows (what the stages before pairing look at)."""
+        dump = FlatDump(info=self.info, rows=RowList(), stack=self.stack, entry_count=len(self.index))
+        dump.has_md5 = self.has_md5
+        dump.skipped_entries = self.skipped_entries
+        return dump
+
+    def rows(self, lo: int, hi: int) -> RowList:
+        """The rows of entries ``lo:hi``."""
+        return self._flatten(self.index.parse(lo, hi))
+
+    def rows_of(self, ordinals: Sequence[int]) -> RowList:
+        """The rows of the entries of sorted ``ordinals``."""
+        return self._flatten(self.index.parse_runs(ordinals))
+
+    def _flatten(self, entries: list | None) -> RowList:
+        if entries is None:
+            raise NotStreamable(f"{self.info.path}: entries do not parse piece by piece")
+        try:
+            return flatten_entries(entries)[0]
+        except InputError as exc:
+            raise NotStreamable(str(exc)) from None
+
+
+def skipped_names(names: Sequence[str]) -> list[str]:
+    """Entry names a dump.json compare skips (they do not look like dump entries)."""
+    return [name for name in names if entry_kind(name) is None]

@@ -1,0 +1,123 @@
+"""The entries of a large JSON object member located by byte offset and parsed a window at a time.
+
+msProbe writes dump.json with ``indent=1``: every entry of ``data`` starts a line indented by
+two spaces, and no JSON string holds a raw newline. One scan finds where each entry starts
+(names and offsets only, no parsed tree), so a streamed compare can parse any run of
+consecutive entries later, in any order, holding only that run in memory.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+from array import array
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from probe.jsonio import MAX_JSON_BYTES, MAX_WHOLE_JSON_BYTES, member_span, open_regular, parse_piece
+
+_ENTRY = re.compile(rb'\n  "([^"\\\n]*)": ')
+"""The start of an entry: a name without escapes at indentation two (an escaped name is not
+found, so the entries of its run no longer parse as expected and the caller falls back)."""
+
+
+class MemberIndex:
+    """Entry names of one member in file order, and the byte offset where each starts."""
+
+    def __init__(self, raw: Any, names: list[str], starts: array, end: int) -> None:
+        self.raw = raw
+        self.names = names
+        self.starts = starts
+        self.end = end
+        self.found: set[bytes] = set()
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def parse(self, lo: int, hi: int) -> list[tuple[str, Any]] | None:
+        """Entries ``lo:hi`` as ``(name, value)`` pairs; ``None`` when their text does not parse
+        as exactly those entries (another layout, NaN tokens the parsers refuse, bad JSON)."""
+        if lo >= hi:
+            return []
+        stop = self.starts[hi] if hi < len(self.starts) else self.end
+        if stop - self.starts[lo] > MAX_WHOLE_JSON_BYTES:
+            return None  # the whole read refuses it, naming the file
+        text = self.raw[self.starts[lo]:stop].rstrip()
+        release(self.raw, self.starts[lo], stop)
+        if text.endswith(b","):
+            text = text[:-1]
+        part = parse_piece(b"{" + text + b"}")
+        if not isinstance(part, dict) or len(part) != hi - lo or list(part) != self.names[lo:hi]:
+            return None
+        return list(part.items())
+
+    def parse_runs(self, ordinals: Sequence[int]) -> list[tuple[str, Any]] | None:
+        """The entries of sorted ``ordinals``, consecutive ones parsed together (``None`` as :meth:`parse`)."""
+        out: list[tuple[str, Any]] = []
+        i = 0
+        while i < len(ordinals):
+            j = i + 1
+            while j < len(ordinals) and ordinals[j] == ordinals[j - 1] + 1:
+                j += 1
+            part = self.parse(ordinals[i], ordinals[j - 1] + 1)
+            if part is None:
+                return None
+            out.extend(part)
+            i = j
+        return out
+
+
+SCAN_BYTES = 64 << 20
+"""The index scan reads this much of the file at a time and then lets its pages go."""
+
+
+def index_member(path: Path, key: str, probes: Sequence[bytes] = ()) -> MemberIndex | None:
+    """Index member ``key`` of the JSON file ``path``; ``None`` for a layout other than ``indent=1``
+    or names that are not unique (the caller then reads the file whole).
+
+    The file is memory-mapped and scanned a piece at a time, each piece's pages released once
+    scanned, so the scan never holds the file in memory. ``probes`` are byte strings looked
+    for in the member on the way; :attr:`MemberIndex.found` holds those that occur.
+    """
+    fd = open_regular(path, "JSON file")
+    try:
+        size = os.fstat(fd).st_size
+        if size > MAX_JSON_BYTES or size == 0:
+            return None  # the whole read reports it
+        raw = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    finally:
+        os.close(fd)
+    span = member_span(raw, key)
+    if span is None:
+        return None
+    body, end = span
+    names: list[str] = []
+    starts = array("q")
+    found: set[bytes] = set()
+    begin = body
+    try:
+        while begin < end:
+            stop = raw.find(b'\n  "', begin + SCAN_BYTES, end) if end - begin > SCAN_BYTES else end
+            stop = end if stop < 0 else stop
+            for match in _ENTRY.finditer(raw, begin, stop):
+                names.append(match.group(1).decode())
+                starts.append(match.start())
+            found.update(p for p in probes if p not in found and raw.find(p, begin, stop) >= 0)
+            release(raw, begin, stop)
+            begin = stop
+    except UnicodeDecodeError:
+        return None
+    if not starts or starts[0] != body or len(set(names)) != len(names):
+        return None
+    index = MemberIndex(raw, names, starts, end)
+    index.found = found
+    return index
+
+
+def release(raw: Any, begin: int, stop: int) -> None:
+    """Let the pages of ``raw[begin:stop]`` go from this process (they stay in the page cache)."""
+    if isinstance(raw, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        first = begin - begin % mmap.PAGESIZE
+        raw.madvise(mmap.MADV_DONTNEED, first, stop - first)

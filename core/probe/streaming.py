@@ -1,0 +1,170 @@
+"""Compare very large dumps a window of entries at a time: memory bounded by the window.
+
+The same stages run, per window instead of per dump:
+
+    read (entry index of both dumps) -> for each window of whole target entries:
+        flatten -> keys -> pair (golden entries flattened on demand, :mod:`probe.windows`)
+        -> measure -> judge -> digest builders ``add`` -> exporter streams ``write``
+    -> golden rows never met counted -> digests ``finish`` -> streams ``close``
+
+A plan is streamed only when every stage supports it and nothing needs the whole result:
+readers with ``stream``, a mode with ``streams``, the exact pairer with no mapper or
+normalizer active, no ``-hl``, every analyzer with ``digest_stream`` and every exporter
+with ``open_stream``, and the caller not keeping results (the Python API keeps them). It is
+on for dump.json files of :data:`STREAM_MIN_BYTES` or more, or whenever the request's
+``stream_window`` option (``--window``) gives a window size; ``0`` switches it off.
+Whatever turns up during the stream that only a whole compare does exactly (see
+:class:`probe.errors.NotStreamable`) abandons it, nothing written, and the plan runs whole.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import probe.stages as stages
+from probe.errors import NotStreamable, ProbeError
+from probe.interfaces import Registries
+from probe.judge import judge_result
+from probe.model import CompareRequest, MatchContext, ModeContext, PairPlan, Summary
+from probe.result import CompareResult, JobOutcome
+from probe.windows import GoldenIndex, TargetWindows
+
+log = logging.getLogger("probe")
+
+STREAM_MIN_BYTES = 512 << 20
+"""Plans whose two dump files together are at least this large are streamed by default."""
+DEFAULT_WINDOW = 8192
+"""Target entries per window by default (about 25k rows of a statistics dump)."""
+
+Progress = Callable[[str, int], Callable[[int], None]]
+
+
+def window_size(plan: PairPlan, request: CompareRequest, keep: bool) -> int:
+    """Entries per window for ``plan``, or ``0`` when it runs whole (before looking inside the dumps)."""
+    forced = request.options.get("stream_window")
+    if keep or forced == 0 or request.options.get("highlight") or plan.options.get("reader_args"):
+        return 0
+    if plan.pairers not in ((), ("exact",)):
+        return 0
+    if forced:
+        return int(forced)
+    try:
+        size = plan.target.stat().st_size + plan.golden.stat().st_size
+    except OSError:
+        return 0
+    return DEFAULT_WINDOW if size >= STREAM_MIN_BYTES else 0
+
+
+def run_streamed(plan: PairPlan, request: CompareRequest, registries: Registries, analyzers: list[Any],
+                 keep: bool, stamp: str, progress: Progress | None = None) -> JobOutcome | None:
+    """Run ``plan`` a window at a time; ``None`` when it must run whole (nothing was written then)."""
+    window = window_size(plan, request, keep)
+    if not window or not all(hasattr(a, "digest_stream") for a in analyzers):
+        return None
+    exporters = [registries.exporters.get(fmt) for fmt in request.formats] if request.output_dir is not None else []
+    if not all(hasattr(e, "open_stream") for e in exporters):
+        return None
+    try:
+        return _stream(plan, request, registries, analyzers, exporters, window, stamp, progress)
+    except (NotStreamable, ProbeError) as exc:
+        # the whole compare reports a bad input exactly as it always has
+        log.debug("%s: compared whole (%s)", plan.label, exc)
+        return None
+
+
+def _open(plan: PairPlan, request: CompareRequest, registries: Registries) -> tuple[Any, Any] | None:
+    readers = (stages.pick_reader(plan.target, registries, plan.reader),
+               stages.pick_reader(plan.golden, registries, plan.golden_reader_name))
+    if not all(hasattr(r, "stream") for r in readers):
+        return None
+    target = readers[0].stream(plan.target, with_stack=True)
+    golden = readers[1].stream(plan.golden, with_stack=False) if target is not None else None
+    if golden is None or target.has_md5 != golden.has_md5:
+        return None
+    return target, golden
+
+
+def _stream(plan: PairPlan, request: CompareRequest, registries: Registries, analyzers: list[Any],
+            exporters: list[Any], window: int, stamp: str, progress: Progress | None) -> JobOutcome | None:
+    opened = _open(plan, request, registries)
+    if opened is None:
+        return None
+    target, golden = opened
+    t_head, g_head = target.header(), golden.header()
+    stages.settle_read(plan, t_head, g_head, request.option("stack_path"), request.option("framework_option"))
+    options = {**request.options, **plan.options} if plan.options else request.options
+    mode = stages.choose_mode(registries, t_head, g_head, plan.mode or options.get("metric_mode"))
+    ctx = MatchContext(target=t_head, golden=g_head, options=options, normalizers=registries.normalizers.values())
+    if (not getattr(mode, "streams", False) or stages.build_key_map(registries, ctx) is not None
+            or stages.choose_pairer(registries, options, None, plan.pairers).name != "exact"
+            or stages.active_normalizers(t_head, g_head, registries, options)):
+        return None
+    shell = CompareResult(label=plan.label, mode=mode, records=[], target=t_head.info, golden=g_head.info,
+                          stack=t_head.stack, options=options, output_stem=plan.output_stem,
+                          output_subdir=plan.output_subdir, rank=plan.rank)
+    golden_index = GoldenIndex(golden)
+    log.debug("%s: compared %d entries at a time", plan.label, window)
+    streams = _open_streams(shell, exporters, request, stamp)
+    try:
+        outcome = _run_windows(plan, shell, TargetWindows(target, golden_index, window), golden_index, analyzers,
+                               request, streams, t_head, g_head, progress)
+        if target.has_md5 != outcome[0].has_md5 or golden.has_md5 != golden_index.has_md5:
+            raise NotStreamable("md5 checksums found where the dump's bytes did not suggest them")
+        summary, problems, builders = outcome[1:]
+        if summary.rows == 0:
+            for stream in streams:
+                stream.abort()
+            log.warning("%s: nothing to compare (no rows); no report written", plan.label)
+            digests = {a.name: a.digest(request, shell) for a in analyzers}
+        else:
+            digests = {a.name: builder.finish(shell) for a, builder in zip(analyzers, builders)}
+            for stream in streams:
+                shell.files.extend(stream.close(shell, summary))
+    except BaseException:
+        for stream in streams:
+            stream.abort()
+        raise
+    summary.files = list(shell.files)
+    return JobOutcome(plan.label, summary, problems, None, digests=digests)
+
+
+def _open_streams(shell: CompareResult, exporters: list[Any], request: CompareRequest, stamp: str) -> list[Any]:
+    streams: list[Any] = []
+    try:
+        for exporter in exporters:
+            streams.append(exporter.open_stream(shell, stages.report_path(request, shell, exporter, stamp)))
+    except BaseException:
+        for stream in streams:
+            stream.abort()
+        raise
+    return streams
+
+
+def _run_windows(plan: PairPlan, shell: CompareResult, windows: TargetWindows, golden: GoldenIndex,
+                 analyzers: list[Any], request: CompareRequest, streams: list[Any], t_head: Any, g_head: Any,
+                 progress: Progress | None) -> tuple[TargetWindows, Summary, list[str], list[Any]]:
+    """Every window through measure, judge, digests and export; the counts of the whole."""
+    mode_ctx = ModeContext(target=t_head, golden=g_head, options=shell.options, jobs=1)
+    builders = [a.digest_stream(request, shell) for a in analyzers]
+    summary = Summary(first_error_job=plan.label)
+    problems: list[str] = []
+    tick = progress(f"{plan.label} compare", len(windows.dump.names)) if progress else None
+    mode = shell.mode
+    for entries, pairs in windows:
+        records = mode.compute(pairs, mode_ctx)
+        part = CompareResult(label=shell.label, mode=mode, records=records, target=shell.target,
+                             golden=shell.golden, stack=shell.stack, options=shell.options,
+                             output_stem=shell.output_stem, output_subdir=shell.output_subdir, rank=shell.rank)
+        judge_result(part)
+        summary.add(part.summary())
+        problems.extend(part.problems)
+        for builder in builders:
+            builder.add(part)
+        for stream in streams:
+            stream.write(part)
+        if tick:
+            tick(entries)
+    shell.golden_only = summary.golden_only = golden.finish(windows.window)
+    return windows, summary, problems, builders

@@ -1,0 +1,177 @@
+"""Exact pairing of a target dump read a window of entries at a time against an indexed golden dump.
+
+The golden side keeps only its entry names and their byte offsets (:mod:`probe.memberindex`);
+for each target window it flattens just the golden entries whose rows can share a key with
+the window's rows, pairs them with :func:`probe.match.match_exact` and remembers which golden
+rows met a target row, so that the golden rows no target row met are counted at the end.
+
+Why this equals pairing the whole dumps: without normalizers, mappers or ``data_name``
+renames, a row's key is its entry's (renumbered) name followed by ``.input...``,
+``.output...``, ``.parameters...`` or a parameter name, so two rows share a key only when
+their entries' keys are equal or one is a dotted prefix of the other (:func:`nested_prefixes`).
+Backward renumbering counts entries with rows only; a renumbered entry without rows would
+shift later numbers, so it stops the streamed compare (:class:`NotStreamable`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import groupby
+
+from probe.errors import NotStreamable
+from probe.formats.msprobe.stream import StreamedDump
+from probe.match import assign_keys, backward_renames, match_exact
+from probe.model import Pair, Row, RowList
+
+WINDOW_BYTES = 64 << 20
+"""A window holds at most this much dump text (besides its entry count), so that a dump of
+few, very large entries stays bounded too."""
+_KINDS = ("forward", "backward", "parameters_grad")
+_INNER = (".input.", ".output.", ".parameters.", ".parameters_grad.")
+
+
+def nested_prefixes(key: str) -> list[str]:
+    """Dotted proper prefixes of an entry key that are entry keys whose rows ``key``'s rows could
+    share keys with (a prefix followed by ``input``/``output``/``parameters``, or a parameter-gradient
+    entry); empty for every name msProbe writes."""
+    if not any(part in key for part in _INNER):
+        return []
+    parts = key.split(".")
+    found = []
+    for i in range(3, len(parts)):
+        if (parts[i - 1] in _KINDS or parts[i - 2] in _KINDS) and (
+                parts[i] in ("input", "output", "parameters") or "parameters_grad" in (parts[i - 1], parts[i - 2])):
+            found.append(".".join(parts[:i]))
+    return found
+
+
+def _popcount(mask: int) -> int:
+    return bin(mask).count("1")
+
+
+class GoldenIndex:
+    """The golden side of a streamed compare: entry keys -> ordinals, and which rows were met."""
+
+    def __init__(self, dump: StreamedDump) -> None:
+        self.dump = dump
+        names = dump.names
+        self.renames = backward_renames(names, defaultdict(int))
+        renames = self.renames
+        self.ordinal: dict[str, int] = {}
+        self.nested: dict[str, list[int]] = {}
+        for index, name in enumerate(names):
+            key = renames.get(name, name)
+            self.ordinal[key] = index
+            for prefix in nested_prefixes(key):
+                self.nested.setdefault(prefix, []).append(index)
+        if len(self.ordinal) != len(names):
+            raise NotStreamable(f"{dump.info.path}: entry keys repeat once renumbered")
+        self.touched = bytearray(len(names))
+        self.partial: dict[int, int] = {}
+        """Touched entries some of whose rows no target row met yet: bit mask of the rows met."""
+        self.golden_only = 0
+        self.has_md5 = False
+
+    def candidates(self, keys: Iterable[str]) -> list[int]:
+        """Sorted ordinals of the golden entries whose rows may share keys with entries of ``keys``."""
+        ordinal, nested = self.ordinal, self.nested
+        found: set[int] = set()
+        for key in keys:
+            index = ordinal.get(key)
+            if index is not None:
+                found.add(index)
+            for prefix in nested_prefixes(key):
+                index = ordinal.get(prefix)
+                if index is not None:
+                    found.add(index)
+            more = nested.get(key)
+            if more:
+                found.update(more)
+        return sorted(found)
+
+    def rows(self, ordinals: Sequence[int]) -> RowList:
+        """The keyed rows of the golden entries ``ordinals`` (sorted), in file order."""
+        rows = self.dump.rows_of(ordinals)
+        assign_keys(rows, True, self.renames)
+        self.has_md5 = self.has_md5 or rows.has_md5
+        return rows
+
+    def settle(self, ordinals: Sequence[int], rows: Sequence[Row], met: set[str]) -> None:
+        """Record which rows of the golden entries ``ordinals`` a target key in ``met`` met."""
+        groups = {entry: list(group) for entry, group in groupby(rows, key=lambda r: r.entry)}
+        names, touched, partial = self.dump.names, self.touched, self.partial
+        for index in ordinals:
+            group = groups.get(names[index], ())
+            if not group and names[index] in self.renames:
+                raise NotStreamable(f"{self.dump.info.path}: a renumbered entry has no rows")
+            mask = 0
+            for position, row in enumerate(group):
+                if row.key in met:
+                    mask |= 1 << position
+            full = (1 << len(group)) - 1
+            if not touched[index]:
+                touched[index] = 1
+                self.golden_only += len(group) - _popcount(mask)
+                if mask != full:
+                    partial[index] = mask
+                continue
+            old = partial.get(index)
+            if old is None:
+                continue  # every row was met before
+            new = mask & ~old
+            if new:
+                self.golden_only -= _popcount(new)
+                if old | mask == full:
+                    del partial[index]
+                else:
+                    partial[index] = old | mask
+
+    def finish(self, batch: int) -> int:
+        """Count the rows of the golden entries no window touched; the golden rows never met."""
+        untouched = [i for i, seen in enumerate(self.touched) if not seen]
+        for start in range(0, len(untouched), batch):
+            ordinals = untouched[start:start + batch]
+            rows = self.rows(ordinals)
+            self.settle(ordinals, rows, set())
+        return self.golden_only
+
+
+class TargetWindows:
+    """The target side of a streamed compare: windows of whole entries, keyed as the whole dump would be."""
+
+    def __init__(self, dump: StreamedDump, golden: GoldenIndex, window: int) -> None:
+        self.dump = dump
+        self.golden = golden
+        self.window = max(1, window)
+        self.counters: defaultdict[str, int] = defaultdict(int)
+        self.has_md5 = False
+
+    def __iter__(self) -> Iterator[tuple[int, list[Pair]]]:
+        """``(entries, pairs)`` of each window: at most ``window`` entries and about
+        :data:`WINDOW_BYTES` of dump text (never less than one entry)."""
+        starts, count = self.dump.index.starts, len(self.dump.names)
+        lo = 0
+        while lo < count:
+            by_size = bisect_left(starts, starts[lo] + WINDOW_BYTES, lo + 1)
+            hi = min(count, lo + self.window, max(lo + 1, by_size))
+            yield hi - lo, self.pairs(lo, hi)
+            lo = hi
+
+    def pairs(self, lo: int, hi: int) -> list[Pair]:
+        """The pairs of target entries ``lo:hi`` in target order."""
+        names = self.dump.names[lo:hi]
+        rows = self.dump.rows(lo, hi)
+        self.has_md5 = self.has_md5 or rows.has_md5
+        renames = backward_renames(names, self.counters)
+        if renames:
+            with_rows = {row.entry for row in rows}
+            if any(name not in with_rows for name in renames):
+                raise NotStreamable(f"{self.dump.info.path}: a renumbered entry has no rows")
+        assign_keys(rows, True, renames)
+        ordinals = self.golden.candidates(renames.get(name, name) for name in names)
+        golden_rows = self.golden.rows(ordinals)
+        pairs, _ = match_exact(rows, golden_rows)
+        self.golden.settle(ordinals, golden_rows, {row.key for row in rows})
+        return pairs
