@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 import probe
 from probe.cells import safe_row
-from probe.csvtext import csv_lines, float_texts
+from probe.csvtext import column_texts, csv_lines, float_texts, safe_cells
 from probe.exporters import CSV_INF, _column_rows, _rows
-from probe.modes.common import STAT_COLUMNS
-from probe.modes.stat_columns import difference_columns
+from probe.modes.common import STAT_COLUMNS, display_stat
+from probe.modes.stat_columns import difference_columns, stat_display_columns
 from probe.modes.statistics import stat_difference
 
 DATA = Path(__file__).parent / "data" / "pytorch"
@@ -71,6 +71,8 @@ stats = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True, width=64),
     st.sampled_from([0.0, -0.0, 1.0, -1.0, 5e-324, 1e308, "nan", "inf", "-inf", "npu:0", "N/A", "1.5", True, None, 0, 3]),
     st.integers(-1000, 1000),
+    st.integers(-2**60, 2**60),
+    st.sampled_from([2**53, -2**53, 2**53 - 1, 2**53 + 1, 2**63 - 1, -2**63]),
 )
 
 
@@ -84,6 +86,19 @@ def test_difference_columns_equal_stat_difference(pairs) -> None:
         expected = [stat_difference(t[j], g[j]) for j in range(4)]
         got = [(columns[j][i], columns[4 + j][i]) for j in range(4)]
         assert got == expected, (t, g)
+    for column in columns:  # text made by probe: its own CSV fields, kept by the spreadsheet rule
+        assert column_texts(list(column)) == column
+        assert safe_cells(list(column), False, CSV_INF) == column
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(stats, stats, stats, stats), min_size=1, max_size=25))
+def test_stat_display_columns_equal_display_stat(rows) -> None:
+    columns = stat_display_columns(rows)
+    assert columns == [[display_stat(v) for v in c] for c in zip(*rows)]
+    for column in columns:  # a stat column's own text equals that of its cells
+        for inf_text in (CSV_INF, ("inf", "-inf")):
+            assert column.csv_texts(inf_text) == column_texts(list(column), True, inf_text)
 
 
 @pytest.mark.parametrize("case, mode", [("stat_mix_tfm", "statistics"), ("nan_inf_cnn", "statistics"),
