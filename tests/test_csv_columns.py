@@ -146,3 +146,11 @@ def test_float_texts_fall_back_to_repr_on_an_unknown_layout(monkeypatch) -> None
     # texts laid out otherwise than expected are re-read and written with repr
     assert csvtext._positional_small(["1.5e-5", "0.0000123"]) == ["1.5e-05", "1.23e-05"]
     assert csvtext._exponent_small(["0.0000001", "1e-7"]) == ["1e-07", "1e-07"]
+
+
+def test_stat_matrix_kinds() -> None:
+    from probe.modes.stat_columns import FLOAT, INT, OTHER, stat_matrix
+
+    matrix = stat_matrix([(10**400, 3, 2**60, 1.5), (None, True, "x", -2)])
+    assert matrix.kinds.tolist() == [[OTHER, INT, OTHER, FLOAT], [OTHER, OTHER, OTHER, INT]]
+    assert matrix.values[0, 1] == 3.0 and matrix.values[1, 3] == -2.0

@@ -30,6 +30,8 @@ OTHER, FLOAT, INT = 0, 1, 2
 """Kinds of statistic cells in a :class:`StatMatrix`."""
 _EXACT_INT = 2**53
 """Ints below this magnitude are exact in float64 (their difference is computed in numpy)."""
+_FLOAT = {float}
+_NUMBER = frozenset({float, int})
 
 
 class StatMatrix(NamedTuple):
@@ -45,18 +47,25 @@ def stat_matrix(stats: Sequence[tuple[Any, ...]]) -> StatMatrix:
     """:class:`StatMatrix` of rows of four statistics."""
     flat = list(chain.from_iterable(stats))
     types = list(map(type, flat))
-    if not flat or set(types) == {float}:
+    present = set(types)
+    if not flat or present == _FLOAT:
         values = np.array(flat, dtype=np.float64).reshape(-1, 4)
         return StatMatrix(values, np.full(values.shape, FLOAT, dtype=np.int8))
-    is_float = list(map(is_, types, repeat(float)))
-    kinds = np.array(is_float, dtype=np.int8)
+    kinds = np.array(list(map(is_, types, repeat(float))), dtype=np.int8)
+    if int not in present:
+        values = np.full(len(flat), _NAN)
+        values[kinds == FLOAT] = list(compress(flat, map(is_, types, repeat(float))))
+        return StatMatrix(values.reshape(-1, 4), kinds.reshape(-1, 4))
+    numeric = list(map(_NUMBER.__contains__, types))  # float or int (not bool)
+    where = np.array(numeric, dtype=bool)
     values = np.full(len(flat), _NAN)
-    values[kinds == FLOAT] = list(compress(flat, is_float))
-    if int in types:
-        where = [i for i in compress(range(len(flat)), map(is_, types, repeat(int)))
-                 if -_EXACT_INT < flat[i] < _EXACT_INT]
-        kinds[where] = INT
-        values[where] = [float(flat[i]) for i in where]
+    try:
+        values[where] = np.array(list(compress(flat, numeric)), dtype=np.float64)
+    except OverflowError:  # an int beyond float64: such ints stay NaN (OTHER)
+        values[where] = [float(v) if v.__class__ is float or -_EXACT_INT < v < _EXACT_INT else _NAN
+                         for v in compress(flat, numeric)]
+    with np.errstate(invalid="ignore"):
+        kinds[where & (kinds != FLOAT) & (np.abs(values) < _EXACT_INT)] = INT
     return StatMatrix(values.reshape(-1, 4), kinds.reshape(-1, 4))
 
 
