@@ -13,11 +13,13 @@ from hypothesis import strategies as st
 
 import probe
 from probe.cells import safe_row
-from probe.csvtext import column_texts, csv_lines, float_texts, safe_cells
+from probe.csvtext import NUMBER_WORDS, NumberTexts, column_texts, csv_lines, float_texts, safe_cells
 from probe.exporters import CSV_INF, _column_rows, _rows
 from probe.modes.common import STAT_COLUMNS, display_stat
 from probe.modes.stat_columns import difference_columns, stat_display_columns
 from probe.modes.statistics import stat_difference
+from probe.sheet_format import SheetFormat
+from probe.xlsx import _number_tails, column_tails
 
 DATA = Path(__file__).parent / "data" / "pytorch"
 
@@ -89,6 +91,11 @@ def test_difference_columns_equal_stat_difference(pairs) -> None:
     for column in columns:  # text made by probe: its own CSV fields, kept by the spreadsheet rule
         assert column_texts(list(column)) == column
         assert safe_cells(list(column), False, CSV_INF) == column
+    layout = SheetFormat(widths=(10.0,), numeric=(True,))
+    for column in columns[:4]:  # repr of finite floats or NUMBER_WORDS; stored as numbers alike
+        assert isinstance(column, NumberTexts)
+        assert all(t in NUMBER_WORDS or (math.isfinite(float(t)) and repr(float(t)) == t) for t in column)
+        assert _number_tails(column) == column_tails(layout.column(0, list(column)))
 
 
 @settings(max_examples=300, deadline=None)

@@ -48,6 +48,18 @@ class TextColumn(list):
     __slots__ = ()
 
 
+class NumberTexts(TextColumn):
+    """A :class:`TextColumn` whose every cell is ``repr`` of a finite float or one of
+    :data:`NUMBER_WORDS` (a difference column), so a sheet stores its numbers without
+    parsing and formatting them again."""
+
+    __slots__ = ()
+
+
+NUMBER_WORDS = frozenset({"0", "N/A", "Diff", "Nan", "inf", "-inf"})
+"""The texts a :class:`NumberTexts` cell holds besides ``repr`` of finite floats."""
+
+
 def quote(text: str) -> str:
     """``text`` as one CSV field (quoted only when it must be)."""
     if "," in text or '"' in text or "\n" in text:
@@ -200,7 +212,7 @@ def column_texts(column: Sequence[Any], stat: bool = False, inf_text: tuple[str,
     :class:`TextColumn` is its own text; a column with a ``csv_texts(inf_text)`` method
     (a stat column that knows its cells' kinds) makes its text itself.
     """
-    if column.__class__ is TextColumn:
+    if column.__class__ is TextColumn or column.__class__ is NumberTexts:
         return column
     if stat and hasattr(column, "csv_texts"):
         return column.csv_texts(inf_text)
@@ -279,7 +291,7 @@ def _cell_texts(column: Sequence[Any], pos_inf: str, neg_inf: str) -> list[str]:
 def safe_cells(column: Sequence[Any], stat: bool, inf_text: tuple[str, str]) -> Sequence[Any]:
     """A column with the exporters' spreadsheet rules applied and values kept as values:
     :func:`probe.cells.safe_cell` on text, infinite floats of ``stat`` columns as ``inf_text``."""
-    if column.__class__ is TextColumn:
+    if column.__class__ is TextColumn or column.__class__ is NumberTexts:
         return column
     kinds = list(map(type, column))
     types = set(kinds)

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from probe.csvtext import TextColumn, column_texts, float_texts
+from probe.csvtext import NumberTexts, TextColumn, column_texts, float_texts
 from probe.modes.common import display_stat
 
 _NAN = float("nan")
@@ -119,12 +119,13 @@ def difference_columns(target_stats: Sequence[tuple[Any, ...]], golden_stats: Se
 
     ``slow(npu, bench)`` is the per-value rule (``stat_difference``) used for every pair
     that is not two finite floats or two exact ints; ``matrices`` are :func:`stat_matrix`
-    of both sides when at hand. The columns are :class:`probe.csvtext.TextColumn`: numbers
-    and fixed words, their own CSV fields.
+    of both sides when at hand. The columns are numbers and fixed words, their own CSV
+    fields (:class:`probe.csvtext.TextColumn`); the ``diff`` ones are
+    :class:`probe.csvtext.NumberTexts` (``repr`` of finite floats and ``NUMBER_WORDS``).
     """
     n = len(target_stats)
     if n == 0:
-        return [TextColumn() for _ in range(8)]
+        return [NumberTexts() for _ in range(4)] + [TextColumn() for _ in range(4)]
     (t, t_kind), (g, g_kind) = matrices if matrices is not None else (stat_matrix(target_stats),
                                                                       stat_matrix(golden_stats))
     with np.errstate(all="ignore"):
@@ -146,7 +147,7 @@ def difference_columns(target_stats: Sequence[tuple[Any, ...]], golden_stats: Se
     diffs: list[list[str]] = []
     rels: list[list[str]] = []
     for j in range(4):
-        d_list, r_list = TextColumn(d_text[:, j].tolist()), TextColumn(r_text[:, j].tolist())
+        d_list, r_list = NumberTexts(d_text[:, j].tolist()), TextColumn(r_text[:, j].tolist())
         for i in np.flatnonzero(~ok[:, j]).tolist():
             d_list[i], r_list[i] = slow(target_stats[i][j], golden_stats[i][j])
         diffs.append(d_list)
