@@ -13,11 +13,13 @@ from hypothesis import strategies as st
 
 import probe
 from probe.cells import safe_row
-from probe.csvtext import csv_lines, float_texts
+from probe.csvtext import NUMBER_WORDS, NumberTexts, column_texts, csv_lines, float_texts, safe_cells
 from probe.exporters import CSV_INF, _column_rows, _rows
-from probe.modes.common import STAT_COLUMNS
-from probe.modes.stat_columns import difference_columns
+from probe.modes.common import STAT_COLUMNS, display_stat
+from probe.modes.stat_columns import difference_columns, stat_display_columns
 from probe.modes.statistics import stat_difference
+from probe.sheet_format import SheetFormat
+from probe.xlsx import _number_tails, column_tails
 
 DATA = Path(__file__).parent / "data" / "pytorch"
 
@@ -71,6 +73,8 @@ stats = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True, width=64),
     st.sampled_from([0.0, -0.0, 1.0, -1.0, 5e-324, 1e308, "nan", "inf", "-inf", "npu:0", "N/A", "1.5", True, None, 0, 3]),
     st.integers(-1000, 1000),
+    st.integers(-2**60, 2**60),
+    st.sampled_from([2**53, -2**53, 2**53 - 1, 2**53 + 1, 2**63 - 1, -2**63]),
 )
 
 
@@ -84,6 +88,24 @@ def test_difference_columns_equal_stat_difference(pairs) -> None:
         expected = [stat_difference(t[j], g[j]) for j in range(4)]
         got = [(columns[j][i], columns[4 + j][i]) for j in range(4)]
         assert got == expected, (t, g)
+    for column in columns:  # text made by probe: its own CSV fields, kept by the spreadsheet rule
+        assert column_texts(list(column)) == column
+        assert safe_cells(list(column), False, CSV_INF) == column
+    layout = SheetFormat(widths=(10.0,), numeric=(True,))
+    for column in columns[:4]:  # repr of finite floats or NUMBER_WORDS; stored as numbers alike
+        assert isinstance(column, NumberTexts)
+        assert all(t in NUMBER_WORDS or (math.isfinite(float(t)) and repr(float(t)) == t) for t in column)
+        assert _number_tails(column) == column_tails(layout.column(0, list(column)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(stats, stats, stats, stats), min_size=1, max_size=25))
+def test_stat_display_columns_equal_display_stat(rows) -> None:
+    columns = stat_display_columns(rows)
+    assert columns == [[display_stat(v) for v in c] for c in zip(*rows)]
+    for column in columns:  # a stat column's own text equals that of its cells
+        for inf_text in (CSV_INF, ("inf", "-inf")):
+            assert column.csv_texts(inf_text) == column_texts(list(column), True, inf_text)
 
 
 @pytest.mark.parametrize("case, mode", [("stat_mix_tfm", "statistics"), ("nan_inf_cnn", "statistics"),
@@ -131,3 +153,11 @@ def test_float_texts_fall_back_to_repr_on_an_unknown_layout(monkeypatch) -> None
     # texts laid out otherwise than expected are re-read and written with repr
     assert csvtext._positional_small(["1.5e-5", "0.0000123"]) == ["1.5e-05", "1.23e-05"]
     assert csvtext._exponent_small(["0.0000001", "1e-7"]) == ["1e-07", "1e-07"]
+
+
+def test_stat_matrix_kinds() -> None:
+    from probe.modes.stat_columns import FLOAT, INT, OTHER, stat_matrix
+
+    matrix = stat_matrix([(10**400, 3, 2**60, 1.5), (None, True, "x", -2)])
+    assert matrix.kinds.tolist() == [[OTHER, INT, OTHER, FLOAT], [OTHER, OTHER, OTHER, INT]]
+    assert matrix.values[0, 1] == 3.0 and matrix.values[1, 3] == -2.0

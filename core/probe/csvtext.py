@@ -40,6 +40,26 @@ _REPR_LOW, _REPR_HIGH = 1e-4, 1e16
 """``repr`` writes a float positionally when ``1e-4 <= abs(value) < 1e16`` (or zero)."""
 
 
+class TextColumn(list):
+    """A column of texts that are their own CSV fields and that :func:`probe.cells.safe_cell`
+    keeps: texts probe writes itself (numbers, fixed words; no comma, quote or line break,
+    nothing a spreadsheet evaluates), so no cell of it is screened again."""
+
+    __slots__ = ()
+
+
+class NumberTexts(TextColumn):
+    """A :class:`TextColumn` whose every cell is ``repr`` of a finite float or one of
+    :data:`NUMBER_WORDS` (a difference column), so a sheet stores its numbers without
+    parsing and formatting them again."""
+
+    __slots__ = ()
+
+
+NUMBER_WORDS = frozenset({"0", "N/A", "Diff", "Nan", "inf", "-inf"})
+"""The texts a :class:`NumberTexts` cell holds besides ``repr`` of finite floats."""
+
+
 def quote(text: str) -> str:
     """``text`` as one CSV field (quoted only when it must be)."""
     if "," in text or '"' in text or "\n" in text:
@@ -188,8 +208,14 @@ def column_texts(column: Sequence[Any], stat: bool = False, inf_text: tuple[str,
     """The CSV field text of every cell of one column.
 
     ``stat`` columns write an infinite float as ``inf_text`` (the report's statistics
-    columns); elsewhere floats are written as ``repr`` like ``csv.writer`` does.
+    columns); elsewhere floats are written as ``repr`` like ``csv.writer`` does. A
+    :class:`TextColumn` is its own text; a column with a ``csv_texts(inf_text)`` method
+    (a stat column that knows its cells' kinds) makes its text itself.
     """
+    if column.__class__ is TextColumn or column.__class__ is NumberTexts:
+        return column
+    if stat and hasattr(column, "csv_texts"):
+        return column.csv_texts(inf_text)
     kinds = list(map(type, column))
     types = set(kinds)
     if types == _STR:
@@ -265,6 +291,8 @@ def _cell_texts(column: Sequence[Any], pos_inf: str, neg_inf: str) -> list[str]:
 def safe_cells(column: Sequence[Any], stat: bool, inf_text: tuple[str, str]) -> Sequence[Any]:
     """A column with the exporters' spreadsheet rules applied and values kept as values:
     :func:`probe.cells.safe_cell` on text, infinite floats of ``stat`` columns as ``inf_text``."""
+    if column.__class__ is TextColumn or column.__class__ is NumberTexts:
+        return column
     kinds = list(map(type, column))
     types = set(kinds)
     if types == _STR:

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from probe.csvtext import finite_floats, float_texts
+from probe.csvtext import NUMBER_WORDS, NumberTexts, finite_floats, float_texts
 from probe.sheet_format import SAMPLE_ROWS, SheetFormat, sheet_format
 from probe.zipstream import MemberWriter, ZipStream
 
@@ -126,6 +126,18 @@ def column_tails(column: Sequence[Any]) -> list[str]:
         flags = list(map(is_, kinds, repeat(kind)))
         out[np.array(flags, dtype=bool)] = np.array(_kind_tails(list(compress(column, flags)), kind), dtype=object)
     return out.tolist()
+
+
+def _number_tails(column: NumberTexts) -> list[str]:
+    """:func:`column_tails` of a :class:`probe.csvtext.NumberTexts` column stored as numbers
+    (what ``SheetFormat.column`` then :func:`column_tails` give): a ``repr`` is already the
+    text of its number, ``"0"`` is the number 0.0, the other words stay text."""
+    words = {word: _cell_tail(word) for word in NUMBER_WORDS}
+    words["0"] = "><v>0.0</v></c>"
+    if words.keys().isdisjoint(column):
+        return ("><v>" + "</v></c>\x00><v>".join(column) + "</v></c>").split("\x00")
+    get = words.get
+    return [get(text) or f"><v>{text}</v></c>" for text in column]
 
 
 def _kind_tails(values: list[Any], kind: type) -> list[str]:
@@ -248,8 +260,9 @@ class XlsxWriter:
             count = len(block[0]) if block else 0
             if len(block) != width or any(len(column) != count for column in block):
                 raise ValueError(f"rows from {number + 1} do not have the header's {width} cells")
-            block = [layout.column(i, column) for i, column in enumerate(block)]
-            rows = list(map(row.format, range(number + 1, number + 1 + count), *map(column_tails, block)))
+            tails = [_number_tails(column) if column.__class__ is NumberTexts and layout.numeric[i]
+                     else column_tails(layout.column(i, column)) for i, column in enumerate(block)]
+            rows = list(map(row.format, range(number + 1, number + 1 + count), *tails))
             if fill_column is not None:
                 for k, value in enumerate(block[fill_column]):
                     style = styles.get(value)

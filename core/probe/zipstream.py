@@ -2,9 +2,10 @@
 
 ``zipfile`` compresses on the thread that writes, and a member streamed into it must decide
 on ZIP64 records before its size is known. Here a streamed member is deflated by a worker
-thread (zlib releases the GIL) into an anonymous spool file; once complete, its local header
-is written with the exact CRC and sizes and the compressed bytes are copied after it, so
-ZIP64 records appear only for members or offsets that need them, as with ``zipfile.write``.
+thread (zlib, or ISA-L when the ``isal`` wheel is installed; both release the GIL) into an
+anonymous spool file; once complete, its local header is written with the exact CRC and
+sizes and the compressed bytes are copied after it, so ZIP64 records appear only for
+members or offsets that need them, as with ``zipfile.write``.
 
     with ZipStream(path) as archive:
         with archive.member("big.xml") as out:
@@ -27,6 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO
+
+try:  # ISA-L's deflate (the optional ``isal`` wheel): the same format, about 4x faster at level 1
+    from isal import isal_zlib as _deflate
+
+    _MAX_LEVEL = _deflate.ISAL_BEST_COMPRESSION
+except ImportError:  # pragma: no cover - depends on the environment
+    _deflate = zlib
+    _MAX_LEVEL = 9
 
 ZIP64_LIMIT = (1 << 31) - 1  # as zipfile: past this, sizes and offsets go into ZIP64 records
 _LOCAL = struct.Struct("<IHHHHHIIIHH")
@@ -54,14 +63,14 @@ class _Deflater(threading.Thread):
         super().__init__(name="zip-deflate", daemon=True)
         self.spool = spool
         self.chunks: queue.Queue[bytes | None] = queue.Queue(maxsize=4)
-        self.compressor = zlib.compressobj(level, zlib.DEFLATED, -15)
+        self.compressor = _deflate.compressobj(level, zlib.DEFLATED, -15)
         self.crc = 0
         self.size = 0
         self.error: BaseException | None = None
 
     def run(self) -> None:
         get, write, compress = self.chunks.get, self.spool.write, self.compressor.compress
-        crc32 = zlib.crc32
+        crc32 = _deflate.crc32
         while (chunk := get()) is not None:
             if self.error is not None:
                 continue  # keep draining so the producer never blocks
@@ -97,7 +106,7 @@ class ZipStream:
 
     def __init__(self, path: Path, compresslevel: int = 1) -> None:
         self.path = Path(path)
-        self.level = compresslevel
+        self.level = min(compresslevel, _MAX_LEVEL)
         self._file: IO[bytes] = open(self.path, "wb")
         self._entries: list[_Entry] = []
         self._date_time = _dos_time(time.localtime())
@@ -117,9 +126,9 @@ class ZipStream:
 
     def add(self, name: str, data: bytes) -> None:
         """A member from bytes in memory."""
-        compressor = zlib.compressobj(self.level, zlib.DEFLATED, -15)
+        compressor = _deflate.compressobj(self.level, zlib.DEFLATED, -15)
         packed = compressor.compress(data) + compressor.flush()
-        self._local_header(name.encode(), zlib.crc32(data), len(data), len(packed))
+        self._local_header(name.encode(), _deflate.crc32(data), len(data), len(packed))
         self._file.write(packed)
 
     @contextmanager

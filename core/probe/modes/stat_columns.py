@@ -1,11 +1,15 @@
 """Statistics-mode cells computed over whole columns with numpy.
 
-The eight difference cells of a matched row (``Max diff`` ... ``NormRelativeErr``) are
-``stat_difference`` of its four statistic pairs. For the usual pair (two finite floats)
-that is one subtraction and one division, done here for every row at once in float64
-(the same IEEE operations, in the same order, as the per-row code) and written as
-``repr`` writes them (:func:`probe.csvtext.float_texts`); every other pair (ints, text, NaN, infinities, ``None``) goes through
-``stat_difference`` itself, so the cells are the same text either way (tested).
+The statistics of a block of rows are read once into a float64 matrix with the kind of
+every cell (:func:`stat_matrix`); the display columns and the difference columns are both
+made from it. The eight difference cells of a matched row (``Max diff`` ...
+``NormRelativeErr``) are ``stat_difference`` of its four statistic pairs. For the usual
+pair (two finite floats, or two ints that float64 holds exactly) that is one subtraction
+and one division, done here for every row at once in float64 (the same IEEE operations,
+in the same order, as the per-row code) and written as ``repr`` writes them
+(:func:`probe.csvtext.float_texts`); every other pair (mixed types, text, NaN, infinities,
+``None``) goes through ``stat_difference`` itself, so the cells are the same text either
+way (tested).
 """
 
 from __future__ import annotations
@@ -13,79 +17,137 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import chain, compress, repeat
 from operator import is_
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from probe.csvtext import float_texts
+from probe.csvtext import NumberTexts, TextColumn, column_texts, float_texts
 from probe.modes.common import display_stat
 
 _NAN = float("nan")
 _NONE_TYPE = type(None)
+OTHER, FLOAT, INT = 0, 1, 2
+"""Kinds of statistic cells in a :class:`StatMatrix`."""
+_EXACT_INT = 2**53
+"""Ints below this magnitude are exact in float64 (their difference is computed in numpy)."""
+_FLOAT = {float}
+_NUMBER = frozenset({float, int})
 
 
-def _float_matrix(stats: Sequence[tuple[Any, ...]]) -> tuple[np.ndarray, np.ndarray]:
-    """``(values, is_float)`` of rows of four statistics; non-floats are NaN with ``is_float`` false."""
+class StatMatrix(NamedTuple):
+    """The statistics of a block of rows: ``values`` (float64, NaN where the cell is not a
+    number) and ``kinds`` (``FLOAT``, ``INT`` for ints exact in float64, ``OTHER``), both
+    of shape ``(rows, 4)``."""
+
+    values: np.ndarray
+    kinds: np.ndarray
+
+
+def stat_matrix(stats: Sequence[tuple[Any, ...]]) -> StatMatrix:
+    """:class:`StatMatrix` of rows of four statistics."""
     flat = list(chain.from_iterable(stats))
-    is_float = list(map(is_, map(type, flat), repeat(float)))
-    if all(is_float):
-        return np.array(flat, dtype=np.float64).reshape(-1, 4), np.ones((len(stats), 4), dtype=bool)
-    where = np.array(is_float, dtype=bool)
+    types = list(map(type, flat))
+    present = set(types)
+    if not flat or present == _FLOAT:
+        values = np.array(flat, dtype=np.float64).reshape(-1, 4)
+        return StatMatrix(values, np.full(values.shape, FLOAT, dtype=np.int8))
+    kinds = np.array(list(map(is_, types, repeat(float))), dtype=np.int8)
+    if int not in present:
+        values = np.full(len(flat), _NAN)
+        values[kinds == FLOAT] = list(compress(flat, map(is_, types, repeat(float))))
+        return StatMatrix(values.reshape(-1, 4), kinds.reshape(-1, 4))
+    numeric = list(map(_NUMBER.__contains__, types))  # float or int (not bool)
+    where = np.array(numeric, dtype=bool)
     values = np.full(len(flat), _NAN)
-    values[where] = list(compress(flat, is_float))
-    return values.reshape(-1, 4), where.reshape(-1, 4)
+    try:
+        values[where] = np.array(list(compress(flat, numeric)), dtype=np.float64)
+    except OverflowError:  # an int beyond float64: such ints stay NaN (OTHER)
+        values[where] = [float(v) if v.__class__ is float or -_EXACT_INT < v < _EXACT_INT else _NAN
+                         for v in compress(flat, numeric)]
+    with np.errstate(invalid="ignore"):
+        kinds[where & (kinds != FLOAT) & (np.abs(values) < _EXACT_INT)] = INT
+    return StatMatrix(values.reshape(-1, 4), kinds.reshape(-1, 4))
 
 
-def stat_display_columns(stats: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
-    """Four columns of statistics as the report shows them (``display_stat`` of each)."""
-    columns = [list(c) for c in zip(*stats)] if stats else [[], [], [], []]
-    for column in columns:
-        kinds = list(map(type, column))
-        types = set(kinds)
-        bad: list[int] = []
-        if float in types:  # NaN floats
-            is_float = list(map(is_, kinds, repeat(float)))
-            values = np.array(list(compress(column, is_float)), dtype=np.float64)
-            bad = np.flatnonzero(is_float)[np.isnan(values)].tolist()
-        if _NONE_TYPE in types:
-            bad.extend(compress(range(len(column)), map(is_, kinds, repeat(_NONE_TYPE))))
-        for i in bad:
-            column[i] = display_stat(column[i])
+class StatColumn(list):
+    """One statistics column as the report shows it (a list of display values) that also
+    knows which cells are finite floats, so its CSV text needs no look at each cell."""
+
+    __slots__ = ("_values", "_finite")
+
+    def __init__(self, cells: Sequence[Any], values: np.ndarray, finite: np.ndarray) -> None:
+        super().__init__(cells)
+        self._values = values
+        self._finite = finite
+
+    def csv_texts(self, inf_text: tuple[str, str]) -> list[str]:
+        """What :func:`probe.csvtext.column_texts` gives for this column as a stat column."""
+        finite = self._finite
+        if finite.all():
+            return float_texts(self._values.tolist())
+        texts = np.empty(len(self), dtype=object)
+        texts[finite] = float_texts(self._values[finite].tolist())
+        rest = np.flatnonzero(~finite).tolist()
+        texts[rest] = column_texts([self[i] for i in rest], True, inf_text)
+        return texts.tolist()
+
+
+def stat_display_columns(stats: Sequence[tuple[Any, ...]], matrix: StatMatrix | None = None) -> list[list[Any]]:
+    """Four columns of statistics as the report shows them (``display_stat`` of each);
+    ``matrix`` is :func:`stat_matrix` of ``stats`` when at hand."""
+    if not stats:
+        return [[], [], [], []]
+    values, kinds = matrix if matrix is not None else stat_matrix(stats)
+    floats = kinds == FLOAT
+    with np.errstate(invalid="ignore"):
+        finite = floats & np.isfinite(values)
+    columns = []
+    for j, cells in enumerate(zip(*stats)):
+        column = StatColumn(cells, values[:, j], finite[:, j])
+        for i in np.flatnonzero(floats[:, j] & np.isnan(values[:, j])).tolist():
+            column[i] = "Nan"
+        if not finite[:, j].all():
+            for i in np.flatnonzero(kinds[:, j] == OTHER).tolist():
+                column[i] = display_stat(column[i])
+        columns.append(column)
     return columns
 
 
 def difference_columns(target_stats: Sequence[tuple[Any, ...]], golden_stats: Sequence[tuple[Any, ...]],
-                       slow: Any) -> list[list[str]]:
+                       slow: Any, matrices: tuple[StatMatrix, StatMatrix] | None = None) -> list[list[str]]:
     """The eight difference columns of matched rows (``diff`` x4 then ``relative`` x4).
 
     ``slow(npu, bench)`` is the per-value rule (``stat_difference``) used for every pair
-    that is not two finite floats.
+    that is not two finite floats or two exact ints; ``matrices`` are :func:`stat_matrix`
+    of both sides when at hand. The columns are numbers and fixed words, their own CSV
+    fields (:class:`probe.csvtext.TextColumn`); the ``diff`` ones are
+    :class:`probe.csvtext.NumberTexts` (``repr`` of finite floats and ``NUMBER_WORDS``).
     """
     n = len(target_stats)
     if n == 0:
-        return [[] for _ in range(8)]
-    t, t_float = _float_matrix(target_stats)
-    g, g_float = _float_matrix(golden_stats)
+        return [NumberTexts() for _ in range(4)] + [TextColumn() for _ in range(4)]
+    (t, t_kind), (g, g_kind) = matrices if matrices is not None else (stat_matrix(target_stats),
+                                                                      stat_matrix(golden_stats))
     with np.errstate(all="ignore"):
-        ok = t_float & g_float & np.isfinite(t) & np.isfinite(g)
+        ok = (t_kind == g_kind) & (t_kind != OTHER) & np.isfinite(t) & np.isfinite(g)
         diff = t - g
         rel = np.abs(diff / g * 100)
     equal = ok & (t == g)
     # equal and non-zero, or equal zeros of the same sign: "0", "0"
     zero = equal & ((t != 0) | (np.signbit(t) == np.signbit(g)))
     inf_rel = ok & ~zero & (g == 0)
-    diffs: list[list[str]] = []
-    rels: list[list[str]] = []
     # cells written as "0", "inf" or by ``slow`` are formatted as 0.0 (cheapest) and replaced
     diff[~ok | zero] = 0.0
     rel[~ok | zero | inf_rel] = 0.0
+    d_text = np.array(float_texts(diff.ravel().tolist()), dtype=object).reshape(n, 4)
+    r_text = np.array(float_texts(rel.ravel().tolist()), dtype=object).reshape(n, 4) + "%"
+    d_text[zero] = "0"
+    r_text[zero] = "0"
+    r_text[inf_rel] = "inf"
+    diffs: list[list[str]] = []
+    rels: list[list[str]] = []
     for j in range(4):
-        d_text = np.array(float_texts(diff[:, j].tolist()), dtype=object)
-        r_text = np.array(float_texts(rel[:, j].tolist()), dtype=object) + "%"
-        d_text[zero[:, j]] = "0"
-        r_text[zero[:, j]] = "0"
-        r_text[inf_rel[:, j]] = "inf"
-        d_list, r_list = d_text.tolist(), r_text.tolist()
+        d_list, r_list = NumberTexts(d_text[:, j].tolist()), TextColumn(r_text[:, j].tolist())
         for i in np.flatnonzero(~ok[:, j]).tolist():
             d_list[i], r_list[i] = slow(target_stats[i][j], golden_stats[i][j])
         diffs.append(d_list)

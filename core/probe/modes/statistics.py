@@ -254,28 +254,33 @@ class StatisticsMode:
     def render_columns(self, records: Sequence[RowResult], with_stack: bool) -> list[list[Any]]:
         """The report as columns: what :meth:`render` gives row by row, the differences
         computed for all matched rows at once (see :mod:`probe.modes.stat_columns`)."""
-        from probe.modes.stat_columns import difference_columns, stat_display_columns  # numpy: when reports render
+        from probe.modes.stat_columns import difference_columns, stat_display_columns, stat_matrix  # numpy
 
         columns = common.common_columns(records)
         metrics: list[list[Any]] = [[NA] * len(records) for _ in range(8)]
         lazy = [i for i, r in enumerate(records)
                 if r.__class__ is StatRowResult and _STORED_METRICS.__get__(r, RowResult) is None]
+        if lazy and len(lazy) == len(records):  # every row matched: one matrix per side serves all columns
+            targets = [r.pair.target.stats for r in records]
+            goldens = [r.pair.golden.stats for r in records]
+            matrices = stat_matrix(targets), stat_matrix(goldens)
+            columns.extend(difference_columns(targets, goldens, stat_difference, matrices))
+            columns.extend(stat_display_columns(targets, matrices[0]))
+            columns.extend(stat_display_columns(goldens, matrices[1]))
+            columns.extend(common.tail_columns(records, with_stack))
+            return columns
         if lazy:
             pairs = [records[i].pair for i in lazy]
             computed = difference_columns([p.target.stats for p in pairs], [p.golden.stats for p in pairs],
                                           stat_difference)
-            if len(lazy) == len(records):
-                metrics = computed
-            else:
-                for column, values in zip(metrics, computed):
-                    for i, value in zip(lazy, values):
-                        column[i] = value
-        if len(lazy) < len(records):
-            lazy_set = set(lazy)
-            for i, r in enumerate(records):
-                if i not in lazy_set:
-                    for column, value in zip(metrics, r.metrics):
-                        column[i] = value
+            for column, values in zip(metrics, computed):
+                for i, value in zip(lazy, values):
+                    column[i] = value
+        lazy_set = set(lazy)
+        for i, r in enumerate(records):
+            if i not in lazy_set:
+                for column, value in zip(metrics, r.metrics):
+                    column[i] = value
         columns.extend(metrics)
         columns.extend(common.stat_columns(records, stat_display_columns))
         columns.extend(common.tail_columns(records, with_stack))
