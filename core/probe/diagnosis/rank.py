@@ -94,7 +94,10 @@ class _RankView:
         else:
             at = range(count)
         self.in_eff, self.nan_in, self.prior, self.nan_before = in_eff, nan_in, prior, nan_before
-        groups = [f"{n.op}:{'b' if n.backward else 'f'}" for n in nodes]
+        shared: dict[tuple[str, bool], str] = {}  # one string per op and direction
+        groups = [shared.get((n.op, n.backward)) or shared.setdefault((n.op, n.backward),
+                                                                      f"{n.op}:{'b' if n.backward else 'f'}")
+                  for n in nodes]
         samples = [
             (group, dev, n.out_dev, n.dtype, n.width)
             for n, group, dev in zip(nodes, groups, in_eff)
