@@ -98,11 +98,11 @@ class _RankView:
         groups = [shared.get((n.op, n.backward)) or shared.setdefault((n.op, n.backward),
                                                                       f"{n.op}:{'b' if n.backward else 'f'}")
                   for n in nodes]
-        samples = [
+        samples = (  # one at a time: a list of them would hold a tuple per node
             (group, dev, n.out_dev, n.dtype, n.width)
             for n, group, dev in zip(nodes, groups, in_eff)
             if n.kind != "parameters_grad" and isfinite(n.out_dev) and isfinite(dev)
-        ]
+        )
         gains = self.gains = kind_gains(samples)
         floors = [
             gains.get(group, 2.0) * dev + local_floor(n.dtype, n.width) if isfinite(dev) else math.inf
