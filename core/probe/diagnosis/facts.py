@@ -49,12 +49,16 @@ def _tail(entry: str, name: str) -> str | None:
     size = len(entry)
     if not name.startswith(entry) or name[size:size + 1] != ".":
         return None
-    tail = name[size:]
-    shared = _TAILS.get(tail)
+    return _shared(_TAILS, name[size:])
+
+
+def _shared(table: dict[str, str], text: str) -> str:
+    """One string object for every equal ``text`` (``table`` holds at most 65536 of them)."""
+    shared = table.get(text)
     if shared is None:
-        if len(_TAILS) >= 65536:
-            return tail
-        shared = _TAILS[tail] = tail
+        if len(table) >= 65536:
+            return text
+        shared = table[text] = text
     return shared
 
 
@@ -141,11 +145,15 @@ class NodeFacts:
         self.nan_in, self.nan_out, self.argument, self.unmatched, self.matched = (
             nan_in, nan_out, argument, unmatched, matched)
         self.reduced_dev, self.width, self.dtype, self.exact, self.module = reduced_dev, width, dtype, exact, module
-        self.w_in = self.w_out = self.w_param = self.w_leaf = self.w_reduced = ""
-        self.tails = 0
-        for name, value in zip(_NAMES, (worst_in, worst_out, worst_param, worst_leaf, worst_reduced)):
-            if value:
-                setattr(self, name, value)
+        names = [worst_in, worst_out, worst_param, worst_leaf, worst_reduced]
+        tails, size, table = 0, len(entry), _TAILS
+        for bit, name in enumerate(names):  # _tail() inline: this runs for every entry of a dump
+            if name and name[size:size + 1] == "." and name.startswith(entry):
+                tail = name[size:]
+                names[bit] = table.get(tail) or _shared(table, tail)
+                tails |= 1 << bit
+        self.w_in, self.w_out, self.w_param, self.w_leaf, self.w_reduced = names
+        self.tails = tails
 
 
 @dataclass
@@ -301,13 +309,7 @@ _OPS: dict[str, str] = {}
 def op_of(entry: str, kind: str) -> str:
     """The op type of an entry: ``Functional.linear.3.forward`` -> ``Functional.linear``;
     ``Module.layers.0.mlp.SwiGLU.forward.0`` -> ``Module.SwiGLU`` (one string per op type)."""
-    op = _op_of(entry, kind)
-    shared = _OPS.get(op)
-    if shared is None:
-        if len(_OPS) >= 65536:
-            return op
-        shared = _OPS[op] = op
-    return shared
+    return _shared(_OPS, _op_of(entry, kind))
 
 
 def _op_of(entry: str, kind: str) -> str:
