@@ -253,7 +253,7 @@ def _fingerprint(row: Any) -> bytes | tuple[float | None, ...] | None:
     shows an earlier output's pair was (almost surely) produced by that call.
 
     Packed as the bytes of the floats (``-0.0`` as ``0.0``), which compare as the numbers do
-    and cost a third of a tuple of floats; a NaN (equal to nothing) keeps the tuple."""
+    and cost half a tuple of floats; a NaN (equal to nothing) keeps the tuple."""
     stats = row.stats
     high, low = stats[0], stats[1]
     if type(high) is not float:  # floats (almost every row) need no conversion
@@ -267,11 +267,11 @@ def _fingerprint(row: Any) -> bytes | tuple[float | None, ...] | None:
     if high == low:  # a constant tensor (or one element): its Norm tells the size apart
         norm = as_number(stats[3])
         if norm is None:
-            return _PAIR.pack(high + 0.0, low + 0.0) + b"-"
+            return _PAIR.pack(high or 0.0, low or 0.0) + b"-"
         if norm != norm:
             return high, low, norm
-        return _TRIPLE.pack(high + 0.0, low + 0.0, norm + 0.0)
-    return _PAIR.pack(high + 0.0, low + 0.0)
+        return _TRIPLE.pack(high or 0.0, low or 0.0, norm or 0.0)
+    return _PAIR.pack(high or 0.0, low or 0.0)  # ``or``: -0.0 packs as 0.0
 
 
 _LAST_DIMS: dict[str, int] = {}
@@ -309,7 +309,8 @@ _OPS: dict[str, str] = {}
 def op_of(entry: str, kind: str) -> str:
     """The op type of an entry: ``Functional.linear.3.forward`` -> ``Functional.linear``;
     ``Module.layers.0.mlp.SwiGLU.forward.0`` -> ``Module.SwiGLU`` (one string per op type)."""
-    return _shared(_OPS, _op_of(entry, kind))
+    op = _op_of(entry, kind)
+    return _OPS.get(op) or _shared(_OPS, op)
 
 
 def _op_of(entry: str, kind: str) -> str:
