@@ -522,10 +522,14 @@ class RankFactsBuilder:
         self.facts = RankFacts(rank=rank, step=step_of(path), label=result.label, mode=result.mode.name)
         self.tensor_mode = result.mode.name == "tensor"
         self.md5 = result.mode.name == "md5"
-        self.parents = load_parents(path)
-        self.parent_of = self.parents.pop if once else self.parents.get
+        self.once = once
+        self._parents(load_parents(path))
         self.produced: set = set()
         self.backward = False
+
+    def _parents(self, parents: dict[str, str]) -> None:
+        self.parents, self.parents_size = parents, len(parents)
+        self.parent_of = parents.pop if self.once else parents.get
 
     def add(self, result: CompareResult) -> None:
         nodes = self.facts.nodes
@@ -535,6 +539,8 @@ class RankFactsBuilder:
             facts = node_facts(entry, len(nodes), list(group), self.tensor_mode, self.produced, self.backward, self.md5)
             facts.module = self.parent_of(entry, "")
             nodes.append(facts)
+        if len(self.parents) < self.parents_size // 2:  # a dict keeps its table when emptied: copy it
+            self._parents(dict(self.parents))
 
     def finish(self, result: CompareResult) -> RankFacts:
         self.facts.golden_only = result.golden_only
