@@ -37,7 +37,7 @@ class MemberIndex:
         return len(self.names)
 
     def parse(self, lo: int, hi: int) -> list[tuple[str, Any]] | None:
-        """Entries ``lo:hi`` as ``(name, value)`` pairs; ``None`` when their text does not parse
+        """Entries ``lo:hi`` as ``(name, value)`` pairs (``name`` is the index's string); ``None`` when their text does not parse
         as exactly those entries (another layout, NaN tokens the parsers refuse, bad JSON)."""
         if lo >= hi:
             return []
@@ -49,9 +49,11 @@ class MemberIndex:
         if text.endswith(b","):
             text = text[:-1]
         part = parse_piece(b"{" + text + b"}")
-        if not isinstance(part, dict) or len(part) != hi - lo or list(part) != self.names[lo:hi]:
+        names = self.names[lo:hi]
+        if not isinstance(part, dict) or len(part) != hi - lo or list(part) != names:
             return None
-        return list(part.items())
+        # the index's own name strings, so that what is kept per entry shares them
+        return list(zip(names, part.values()))
 
     def parse_runs(self, ordinals: Sequence[int]) -> list[tuple[str, Any]] | None:
         """The entries of sorted ``ordinals``, consecutive ones parsed together (``None`` as :meth:`parse`)."""

@@ -41,7 +41,7 @@ class DiagnosisAnalyzer:
 
     def digest_stream(self, request: Any, result: Any) -> RankFactsBuilder:
         """:meth:`digest` made a window of whole entries at a time (``add``, then ``finish``)."""
-        return RankFactsBuilder(result)
+        return RankFactsBuilder(result, once=True)
 
     def analyze(self, request: Any, digests: list[RankFacts | None]) -> Analysis:
         facts = [d for d in digests if d is not None]

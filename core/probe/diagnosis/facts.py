@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import struct
 from dataclasses import dataclass, field
 from itertools import groupby
 from operator import attrgetter
@@ -39,9 +40,56 @@ EUC_DIST = 1
 """Index of ``EucDist`` in tensor mode's metrics."""
 
 
-@dataclass(slots=True)
+_TAILS: dict[str, str] = {}
+
+
+def _tail(entry: str, name: str) -> str | None:
+    """What follows ``entry`` in a row name ``entry.input.0`` (one shared string per tail), or
+    ``None`` when ``name`` is not a name inside ``entry``."""
+    size = len(entry)
+    if not name.startswith(entry) or name[size:size + 1] != ".":
+        return None
+    return _shared(_TAILS, name[size:])
+
+
+def _shared(table: dict[str, str], text: str) -> str:
+    """One string object for every equal ``text`` (``table`` holds at most 65536 of them)."""
+    shared = table.get(text)
+    if shared is None:
+        if len(table) >= 65536:
+            return text
+        shared = table[text] = text
+    return shared
+
+
+def _row_name(slot: str, bit: int, doc: str) -> property:
+    """A row name kept as its tail after the entry's name when it has one (a shared string)."""
+
+    def get(self: NodeFacts) -> str:
+        value = getattr(self, slot)
+        return self.entry + value if self.tails & bit else value
+
+    def put(self: NodeFacts, name: str) -> None:
+        tail = _tail(self.entry, name) if name else None
+        if tail is None:
+            setattr(self, slot, name)
+            self.tails &= ~bit
+        else:
+            setattr(self, slot, tail)
+            self.tails |= bit
+
+    return property(get, put, doc=doc)
+
+
+_NAMES = ("worst_in", "worst_out", "worst_param", "worst_leaf", "worst_reduced")
+
+
+@dataclass(slots=True, init=False)
 class NodeFacts:
-    """How one entry of one rank differs from the golden run (a few numbers, picklable)."""
+    """How one entry of one rank differs from the golden run (a few numbers, picklable).
+
+    The names of its worst rows are kept as their tails after ``entry`` (``.input.0``), one
+    string shared by every entry, so that a digest of millions of entries stays small."""
 
     entry: str
     order: int
@@ -49,34 +97,63 @@ class NodeFacts:
     """``api``, ``module`` or ``parameters_grad``."""
     op: str
     """The op type shared by calls of the same kind (``Functional.linear``, ``Module.Linear``)."""
-    backward: bool = False
-    in_dev: float = 0.0
-    out_dev: float = 0.0
-    param_dev: float = 0.0
-    leaf_dev: float = 0.0
+    backward: bool
+    in_dev: float
+    out_dev: float
+    param_dev: float
+    leaf_dev: float
     """Largest deviation of a tensor input no earlier entry produced (a parameter, buffer or data)."""
-    worst_in: str = ""
-    worst_out: str = ""
-    worst_param: str = ""
-    worst_leaf: str = ""
-    nan_in: bool = False
-    nan_out: bool = False
-    argument: str = ""
+    nan_in: bool
+    nan_out: bool
+    argument: str
     """A non-tensor argument (or an input's type/shape) that differs, as a short text."""
-    unmatched: int = 0
-    matched: int = 0
-    reduced_dev: float = 0.0
+    unmatched: int
+    matched: int
+    reduced_dev: float
     """Backward calls: the worst deviation of outputs far smaller than the incoming gradient
     (weight and bias gradients: sums with heavy cancellation), kept out of ``out_dev``."""
-    worst_reduced: str = ""
-    width: int = 1
+    width: int
     """Largest last dimension of a tensor input: the length of the reductions the call may do."""
-    dtype: str = ""
+    dtype: str
     """Lowest float precision among the compared rows of either side (``bfloat16``...)."""
-    exact: bool = True
+    exact: bool
     """Every compared statistic is bit-identical."""
-    module: str = ""
+    module: str
     """The enclosing module call (from construct.json), if known."""
+    w_in: str
+    w_out: str
+    w_param: str
+    w_leaf: str
+    w_reduced: str
+    tails: int
+    """Bit ``i``: ``w_*`` number ``i`` holds a tail after ``entry`` (see :data:`_NAMES`)."""
+
+    worst_in = _row_name("w_in", 1, "The input row that differs most.")
+    worst_out = _row_name("w_out", 2, "The output row that differs most.")
+    worst_param = _row_name("w_param", 4, "The parameter row that differs most.")
+    worst_leaf = _row_name("w_leaf", 8, "The input row no earlier entry produced that differs most.")
+    worst_reduced = _row_name("w_reduced", 16, "The reduction output row that differs most.")
+
+    def __init__(self, entry: str, order: int, kind: str, op: str, backward: bool = False, in_dev: float = 0.0,
+                 out_dev: float = 0.0, param_dev: float = 0.0, leaf_dev: float = 0.0, worst_in: str = "",
+                 worst_out: str = "", worst_param: str = "", worst_leaf: str = "", nan_in: bool = False,
+                 nan_out: bool = False, argument: str = "", unmatched: int = 0, matched: int = 0,
+                 reduced_dev: float = 0.0, worst_reduced: str = "", width: int = 1, dtype: str = "",
+                 exact: bool = True, module: str = "") -> None:
+        self.entry, self.order, self.kind, self.op, self.backward = entry, order, kind, op, backward
+        self.in_dev, self.out_dev, self.param_dev, self.leaf_dev = in_dev, out_dev, param_dev, leaf_dev
+        self.nan_in, self.nan_out, self.argument, self.unmatched, self.matched = (
+            nan_in, nan_out, argument, unmatched, matched)
+        self.reduced_dev, self.width, self.dtype, self.exact, self.module = reduced_dev, width, dtype, exact, module
+        names = [worst_in, worst_out, worst_param, worst_leaf, worst_reduced]
+        tails, size, table = 0, len(entry), _TAILS
+        for bit, name in enumerate(names):  # _tail() inline: this runs for every entry of a dump
+            if name and name[size:size + 1] == "." and name.startswith(entry):
+                tail = name[size:]
+                names[bit] = table.get(tail) or _shared(table, tail)
+                tails |= 1 << bit
+        self.w_in, self.w_out, self.w_param, self.w_leaf, self.w_reduced = names
+        self.tails = tails
 
 
 @dataclass
@@ -167,9 +244,16 @@ def _is_tensor(row: Any) -> bool:
     return dtype_info(row.dtype)[0]
 
 
-def _fingerprint(row: Any) -> tuple[float | None, ...] | None:
+_PAIR = struct.Struct("<2d")
+_TRIPLE = struct.Struct("<3d")
+
+
+def _fingerprint(row: Any) -> bytes | tuple[float | None, ...] | None:
     """Max and Min of a tensor: unchanged by views, transposes and casts, so an input that
-    shows an earlier output's pair was (almost surely) produced by that call."""
+    shows an earlier output's pair was (almost surely) produced by that call.
+
+    Packed as the bytes of the floats (``-0.0`` as ``0.0``), which compare as the numbers do
+    and cost half a tuple of floats; a NaN (equal to nothing) keeps the tuple."""
     stats = row.stats
     high, low = stats[0], stats[1]
     if type(high) is not float:  # floats (almost every row) need no conversion
@@ -178,9 +262,16 @@ def _fingerprint(row: Any) -> tuple[float | None, ...] | None:
         low = as_number(low)
     if high is None or low is None:
         return None
+    if high != high or low != low:
+        return high, low
     if high == low:  # a constant tensor (or one element): its Norm tells the size apart
-        return high, low, as_number(stats[3])
-    return high, low
+        norm = as_number(stats[3])
+        if norm is None:
+            return _PAIR.pack(high or 0.0, low or 0.0) + b"-"
+        if norm != norm:
+            return high, low, norm
+        return _TRIPLE.pack(high or 0.0, low or 0.0, norm or 0.0)
+    return _PAIR.pack(high or 0.0, low or 0.0)  # ``or``: -0.0 packs as 0.0
 
 
 _LAST_DIMS: dict[str, int] = {}
@@ -212,9 +303,17 @@ def _last_dim(shape: str) -> int:
     return last
 
 
+_OPS: dict[str, str] = {}
+
+
 def op_of(entry: str, kind: str) -> str:
     """The op type of an entry: ``Functional.linear.3.forward`` -> ``Functional.linear``;
-    ``Module.layers.0.mlp.SwiGLU.forward.0`` -> ``Module.SwiGLU``."""
+    ``Module.layers.0.mlp.SwiGLU.forward.0`` -> ``Module.SwiGLU`` (one string per op type)."""
+    op = _op_of(entry, kind)
+    return _OPS.get(op) or _shared(_OPS, op)
+
+
+def _op_of(entry: str, kind: str) -> str:
     parts = entry.split(".")
     if kind == "api":
         return ".".join(parts[:2])
@@ -257,7 +356,8 @@ def load_parents(dump_file: Path | None) -> dict[str, str]:
         return {}
     if not isinstance(doc, dict):
         return {}
-    return {k: v for k, v in doc.items() if isinstance(k, str) and isinstance(v, str)}
+    shared: dict[str, str] = {}  # one string per enclosing module, however many entries it holds
+    return {k: shared.setdefault(v, v) for k, v in doc.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 def _row_dev(record: RowResult, tensor_mode: bool) -> tuple[float, bool, bool]:
@@ -295,7 +395,6 @@ def node_facts(entry: str, order: int, records: list[RowResult], tensor_mode: bo
     """
     kind = _kind(entry)
     backward = backward or kind == "parameters_grad" or ".backward" in entry
-    facts = NodeFacts(entry=entry, order=order, kind=kind, op=op_of(entry, kind), backward=backward)
     leaves = kind == "api" and not backward
     in_dev = out_dev = param_dev = leaf_dev = reduced_dev = 0.0
     worst_in = worst_out = worst_param = worst_leaf = worst_reduced = argument = dtype = ""
@@ -378,13 +477,9 @@ def node_facts(entry: str, order: int, records: list[RowResult], tensor_mode: bo
         fp = _fingerprint(t)
         if fp is not None:
             produced.add(fp)
-    facts.in_dev, facts.out_dev, facts.param_dev, facts.leaf_dev = in_dev, out_dev, param_dev, leaf_dev
-    facts.worst_in, facts.worst_out, facts.worst_param, facts.worst_leaf = worst_in, worst_out, worst_param, worst_leaf
-    facts.nan_in, facts.nan_out, facts.argument, facts.unmatched, facts.matched = (
-        nan_in, nan_out, argument, unmatched, matched)
-    facts.width, facts.dtype, facts.exact = width, dtype, exact
-    facts.reduced_dev, facts.worst_reduced = reduced_dev, worst_reduced
-    return facts
+    return NodeFacts(entry, order, kind, op_of(entry, kind), backward, in_dev, out_dev, param_dev, leaf_dev,
+                     worst_in, worst_out, worst_param, worst_leaf, nan_in, nan_out, argument, unmatched, matched,
+                     reduced_dev, worst_reduced, width, dtype, exact)
 
 
 _DEVICE_WORDS = ("npu", "cuda", "cpu", "gpu", "xla", "mps", "device")
@@ -417,18 +512,24 @@ class RankFactsBuilder:
     """:func:`rank_facts` over a rank's rows given a window of whole entries at a time.
 
     ``add`` takes each window's result in order; ``finish`` takes the whole-rank result
-    (its rows may be left out) for the golden-only count.
+    (its rows may be left out) for the golden-only count. With ``once`` (each entry comes in
+    one group of rows, as in a streamed compare) an entry's parent is dropped once looked up.
     """
 
-    def __init__(self, result: CompareResult) -> None:
+    def __init__(self, result: CompareResult, once: bool = False) -> None:
         rank = result.rank if result.rank is not None else 0
         path = result.target.path if result.target is not None else None
         self.facts = RankFacts(rank=rank, step=step_of(path), label=result.label, mode=result.mode.name)
         self.tensor_mode = result.mode.name == "tensor"
         self.md5 = result.mode.name == "md5"
-        self.parents = load_parents(path)
+        self.once = once
+        self._parents(load_parents(path))
         self.produced: set = set()
         self.backward = False
+
+    def _parents(self, parents: dict[str, str]) -> None:
+        self.parents, self.parents_size = parents, len(parents)
+        self.parent_of = parents.pop if self.once else parents.get
 
     def add(self, result: CompareResult) -> None:
         nodes = self.facts.nodes
@@ -436,8 +537,10 @@ class RankFactsBuilder:
             if not self.backward and (".backward" in entry or ".parameters_grad" in entry):
                 self.backward = True  # what runs after the first backward entry runs in the backward pass
             facts = node_facts(entry, len(nodes), list(group), self.tensor_mode, self.produced, self.backward, self.md5)
-            facts.module = self.parents.get(entry, "")
+            facts.module = self.parent_of(entry, "")
             nodes.append(facts)
+        if len(self.parents) < self.parents_size // 2:  # a dict keeps its table when emptied: copy it
+            self._parents(dict(self.parents))
 
     def finish(self, result: CompareResult) -> RankFacts:
         self.facts.golden_only = result.golden_only

@@ -94,12 +94,15 @@ class _RankView:
         else:
             at = range(count)
         self.in_eff, self.nan_in, self.prior, self.nan_before = in_eff, nan_in, prior, nan_before
-        groups = [f"{n.op}:{'b' if n.backward else 'f'}" for n in nodes]
-        samples = [
+        shared: dict[tuple[str, bool], str] = {}  # one string per op and direction
+        groups = [shared.get((n.op, n.backward)) or shared.setdefault((n.op, n.backward),
+                                                                      f"{n.op}:{'b' if n.backward else 'f'}")
+                  for n in nodes]
+        samples = (  # one at a time: a list of them would hold a tuple per node
             (group, dev, n.out_dev, n.dtype, n.width)
             for n, group, dev in zip(nodes, groups, in_eff)
             if n.kind != "parameters_grad" and isfinite(n.out_dev) and isfinite(dev)
-        ]
+        )
         gains = self.gains = kind_gains(samples)
         floors = [
             gains.get(group, 2.0) * dev + local_floor(n.dtype, n.width) if isfinite(dev) else math.inf

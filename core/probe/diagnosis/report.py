@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,24 @@ class Diagnosis:
             "series": self.series,
         }
 
+    def json_pieces(self, batch: int = 4096) -> Iterator[bytes]:
+        """The bytes of ``orjson.dumps(self.to_dict())`` and a newline, the points of the series
+        ``batch`` at a time (the text of millions of points is never held at once)."""
+        # orjson: compact UTF-8, NaN/inf as null (strict JSON has none), about 10x the json module
+        head = orjson.dumps({**self.to_dict(), "series": []})
+        yield head[:-3] + b"["  # drop the empty list and the closing brace: ``,"series":[]}``
+        for number, line in enumerate(self.series):
+            if not (isinstance(line, dict) and list(line)[-1:] == ["points"] and isinstance(line["points"], list)):
+                yield (b"," if number else b"") + orjson.dumps(line)
+                continue
+            text = orjson.dumps({**line, "points": []})
+            yield (b"," if number else b"") + text[:-3] + b"["
+            points = line["points"]
+            for start in range(0, len(points), batch):
+                yield (b"," if start else b"") + orjson.dumps(points[start:start + batch])[1:-1]
+            yield b"]}"
+        yield b"]}\n"
+
     def headline(self) -> str:
         """One line for a console or a log: the verdict and the first suspect."""
         if self.verdict != DIVERGENT or self.first is None:
@@ -83,11 +102,10 @@ class Diagnosis:
     def write(self, directory: Path, stamp: str) -> Path:
         """Write ``diagnosis_{stamp}.json`` into ``directory`` (atomic, never replacing a file)."""
         path = unique_path(directory, f"diagnosis_{stamp}", ".json")
-        # orjson: compact UTF-8, NaN/inf as null (strict JSON has none), about 10x the json module
-        text = orjson.dumps(self.to_dict(), option=orjson.OPT_APPEND_NEWLINE)
         out = atomic_write(path, "wb")
         with out as handle:
-            handle.write(text)
+            for piece in self.json_pieces():
+                handle.write(piece)
         self.path = out.path  # the name claimed (``_1`` if a concurrent run took ``path``)
         return out.path
 

@@ -91,6 +91,8 @@ class MsprobeJsonReader:
         if info.kind == "debug" or not info.framework_declared:
             return None
         stack = load_stack(path.parent / "stack.json") if with_stack else None
+        if stack:  # keyed by the index's own name strings (only the dump's entries are looked up)
+            stack = {name: stack[name] for name in index.names if name in stack}
         return StreamedDump(info, index, stack, b'"md5"' in index.found, skipped_names(index.names))
 
 
