@@ -31,7 +31,7 @@ OPTIONAL_MEMBERS: dict[str, tuple[str, ...]] = {
     "DumpReader": ("tensor_loader", "stream"),
     "NameNormalizer": ("option", "also_with"),
     "Pairer": ("option",),
-    "MetricMode": ("streams",),
+    "MetricMode": ("streams", "render_columns"),
     "Exporter": ("open_stream",),
     "Analyzer": ("digest", "digest_stream"),
     "GraphRules": ("is_recompute_stack", "partial_sum_outputs"),
@@ -117,8 +117,10 @@ class Pairer(Protocol):
 class MetricMode(Protocol):
     """A way of comparing paired rows: columns, computation, Result rules (the *measure* stage).
 
-    Optional member: ``streams = True`` when ``compute`` and ``judge`` need nothing beyond a
-    window of whole entries, so that very large dumps may be compared a window at a time.
+    Optional members: ``streams = True`` when ``compute`` and ``judge`` need nothing beyond a
+    window of whole entries, so that very large dumps may be compared a window at a time;
+    ``render_columns(records, with_stack) -> [column, ...]``, the report of ``records`` as one
+    list per column, equal to ``render`` row by row (exporters then write whole columns).
     """
 
     name: str
