@@ -57,7 +57,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     io.add_argument("--step", dest="step", default=None, metavar="N[,N]",
                     help="steps to compare, comma separated (default: every step found on both sides)")
     io.add_argument("--window", dest="stream_window", type=int, default=None, metavar="N",
-                    help="compare a window of N dump entries at a time, memory bounded by the window (default: "
+                    help="compare a window of N dump entries at a time: only one window's rows in memory (default: "
                          "automatic for dump.json files of 512 MiB or more; 0: always whole dumps)")
     io.add_argument("--scheduler", metavar="ADDRESS", default=None,
                     help="dask scheduler address for --executor dask (default: $DASK_SCHEDULER_ADDRESS, "
