@@ -109,6 +109,18 @@ def test_ranks_pair_by_id_in_parallel_processes(tmp_path, run_probe):
         assert [r["NPU Name"] for r in rows] == [r.name for r in result_.records]
 
 
+@pytest.mark.parametrize("option,value,problem", [
+    ("--window", "-5", "must be 0 or more"), ("--jobs", "0", "must be 1 or more"), ("-j", "two", "whole number"),
+])
+def test_counts_out_of_range_are_usage_errors(tmp_path, run_probe, capsys, option, value, problem):
+    with pytest.raises(SystemExit) as stop:
+        run_probe("compare", "-tp", MULTI / "target/step0", "-gp", MULTI / "golden/step0", "-o", tmp_path,
+                  option, value)
+    assert stop.value.code == 2
+    assert problem in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
 def test_help_has_examples(run_probe, capsys):
     with pytest.raises(SystemExit):
         run_probe("compare", "--help")

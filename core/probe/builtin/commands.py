@@ -33,6 +33,21 @@ counts them as "not compared" and --fail-on exits 1 for them, printing why.
 """
 
 
+
+def at_least(minimum: int):
+    """An argparse type: an integer no smaller than ``minimum`` (else a one-line usage error, exit 2)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {minimum} or more, got {value}")
+        return value
+
+    return parse
+
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``probe compare``, spelled as msProbe spells them."""
     io = parser.add_argument_group("inputs and outputs")
@@ -47,7 +62,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     io.add_argument("--xlsx", action="store_true", help="write xlsx instead of CSV")
     io.add_argument("--format", dest="format", metavar="FMT[,FMT]",
                     help="report formats, comma separated (csv, xlsx, json, or a plugin's)")
-    io.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+    io.add_argument("-j", "--jobs", type=at_least(1), default=None, metavar="N",
                     help="parallel processes for ranks and tensor loading (default: CPU count)")
     io.add_argument("--executor", choices=("process", "dask"), default=None,
                     help="where rank jobs run: local processes (default) or a dask cluster (pip install 'probe[dask]'); "
@@ -56,7 +71,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
                     help="ranks to compare, comma separated (default: every rank found on both sides)")
     io.add_argument("--step", dest="step", default=None, metavar="N[,N]",
                     help="steps to compare, comma separated (default: every step found on both sides)")
-    io.add_argument("--window", dest="stream_window", type=int, default=None, metavar="N",
+    io.add_argument("--window", dest="stream_window", type=at_least(0), default=None, metavar="N",
                     help="compare a window of N dump entries at a time: only one window's rows in memory (default: "
                          "automatic for dump.json files of 512 MiB or more; 0: always whole dumps)")
     io.add_argument("--scheduler", metavar="ADDRESS", default=None,
