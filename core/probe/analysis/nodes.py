@@ -14,7 +14,6 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import groupby
-from operator import attrgetter
 from typing import Any
 
 from probe.formats.msprobe.dtypes import PROCESS_GROUP
@@ -40,8 +39,6 @@ P2P_PARTNER = {
 }
 PEER_KEYS = ("dst", "src", "group_dst", "group_src", "peer")
 _INDEX = re.compile(r"\.(\d+)$")
-ENTRY_OF = attrgetter("pair.target.entry")
-"""The entry of a row result (rows of one entry are consecutive in a result)."""
 
 
 def api_of(entry: str) -> str:
@@ -53,11 +50,6 @@ def api_of(entry: str) -> str:
 def is_comm_entry(entry: str) -> bool:
     """Whether ``entry`` is a communication op (``Distributed.all_reduce.0.forward``...)."""
     return entry.startswith(COMM_PREFIXES) and any(k in api_of(entry) for k in COMM_KEYWORDS)
-
-
-def is_ignored_entry(entry: str) -> bool:
-    """Whether ``entry`` is an op whose differences say nothing (dropout and the like)."""
-    return any(k in entry for k in IGNORED_OPS)
 
 
 def output_index(name: str, entry: str) -> int | None:
@@ -172,7 +164,7 @@ class Node:
 
     @property
     def is_ignored(self) -> bool:
-        return is_ignored_entry(self.entry)
+        return any(k in self.entry for k in IGNORED_OPS)
 
     def stack_line(self) -> str | None:
         """The innermost stack line of user code (last "File" line outside site-packages), else the first."""
@@ -281,34 +273,23 @@ def build_nodes(
     false the ``-da`` rule is not applied (``is_same`` and ``trip`` keep their defaults),
     for callers that never read them.
     """
-    rank = result_rank(result, rank)
+    rank = result.rank if rank is None else rank
+    rank = 0 if rank is None else rank
     md5 = result.mode.name == "md5"
     stat_metrics = type(result.mode) is StatisticsMode  # its metrics hold the relative errors
     stack = result.stack or {}
     nodes: list[Node] = []
-    for index, (entry, group) in enumerate(groupby(result.records, key=ENTRY_OF)):
+    for index, (entry, group) in enumerate(groupby(result.records, key=lambda r: r.pair.target.entry)):
         if keep is not None and not keep(entry):
             continue
-        node = unjudged_node(entry, rank, index, list(group), stack)
+        records = list(group)
+        node = Node(entry=entry, rank=rank, index=index, records=records, stack=stack.get(entry))
         if judge and len(entry.split(".")) >= 4:
             _judge_da(node, md5, stat_metrics)
+        if node.is_comm:
+            node.peers = _peer_values(records)
         nodes.append(node)
     return nodes
-
-
-def result_rank(result: CompareResult, rank: int | None = None) -> int:
-    """The rank the nodes of ``result`` carry: ``rank``, else the result's, else 0."""
-    rank = result.rank if rank is None else rank
-    return 0 if rank is None else rank
-
-
-def unjudged_node(entry: str, rank: int, index: int, records: list[RowResult],
-                  stack: dict[str, list[str]]) -> Node:
-    """The node :func:`build_nodes` makes with ``judge=False``, for one entry's rows."""
-    node = Node(entry=entry, rank=rank, index=index, records=records, stack=stack.get(entry))
-    if node.is_comm:
-        node.peers = _peer_values(records)
-    return node
 
 
 def display_stat(value: Any) -> Any:
