@@ -91,17 +91,18 @@ _SCALAR = ("input", "<class 'int'>", "[]", NA, (1, 1, 1, 1))
 def test_one_pass_judge_equals_the_rules_one_by_one(api: str, rows: list) -> None:
     entry = f"Functional.{api}.0.forward"
     mode = StatisticsMode()
-    fast, slow = [], []
+    fused, fast, slow = [], [], []
     for i, (target, golden, same, qkv) in enumerate(rows):
         if golden is not None:  # mostly like the target (as in real dumps), so every rule can fire
             golden = tuple(t if keep else g for t, g, keep in zip(target, golden, same + [False]))
         pair = Pair(_row(entry, i, target), None if golden is None else _row(entry, i, golden, "qkv" if qkv else ""))
-        for out in (fast, slow):
+        for out in (fused, fast, slow):
             out.extend(mode.compute([pair], _Ctx()))
+    mode.judge(fused)  # the NormRelativeErr rules taken in the judge's own pass
     judge_group(fast, StatisticsMode._cross_rules)
     _reference_judge(slow)
-    for a, b in zip(fast, slow):
-        assert (a.verdict, a.messages, a.notes) == (b.verdict, b.messages, b.notes)
+    for a, b, c in zip(fused, fast, slow):
+        assert (a.verdict, a.messages, a.notes) == (b.verdict, b.messages, b.notes) == (c.verdict, c.messages, c.notes)
 
 
 class _Ctx:

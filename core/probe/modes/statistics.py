@@ -229,24 +229,14 @@ class StatisticsMode:
         return results
 
     def judge(self, group: list[RowResult]) -> None:
-        judge_group(group, self._cross_rules)
+        judge_group(group)
 
     @staticmethod
     def _cross_rules(inputs: list[RowResult], outputs: list[RowResult]) -> tuple[list, list]:
+        """The NormRelativeErr rules over an entry's matched inputs and outputs (what
+        :func:`judge_group` applies in its own pass when given no ``cross_rules``)."""
         norm_in = max([norm_fractions(r)[0] for r in inputs], default=0.0)
-        early: list[tuple[RowResult, str, str]] = []
-        late: list[tuple[RowResult, str, str]] = []
-        if not outputs:
-            return early, late
-        fractions = [norm_fractions(r) for r in outputs]
-        if norm_in < 0.1:
-            early = [(r, ERROR, MSG_NORM_OUTPUT) for r, (_, counted) in zip(outputs, fractions) if counted > 0.5]
-        norms = [plain for plain, _ in fractions]
-        norm_out = max(norms)
-        if (norm_in == 0 and norm_out > 0.1) or (norm_in > 0 and norm_out / norm_in > 10):
-            worst = outputs[norms.index(norm_out)]
-            late.append((worst, WARNING, MSG_NORM_RATIO))
-        return early, late
+        return norm_rules(norm_in, outputs, [norm_fractions(r) for r in outputs])
 
     def render(self, row: RowResult, with_stack: bool) -> list[Any]:
         return common.render_cells(row, with_stack)
@@ -287,26 +277,62 @@ class StatisticsMode:
         return columns
 
 
-def judge_group(group: list[RowResult], cross_rules) -> None:
+def norm_rules(norm_in: float, outputs: list[RowResult],
+               fractions: list[tuple[float, float]]) -> tuple[list, list]:
+    """Statistics mode's cross rules: ``(early, late)`` hits from the largest NormRelativeErr
+    fraction of the inputs and the :func:`norm_fractions` of each output."""
+    early: list[tuple[RowResult, str, str]] = []
+    late: list[tuple[RowResult, str, str]] = []
+    if not outputs:
+        return early, late
+    if norm_in < 0.1:
+        early = [(r, ERROR, MSG_NORM_OUTPUT) for r, (_, counted) in zip(outputs, fractions) if counted > 0.5]
+    norms = [plain for plain, _ in fractions]
+    norm_out = max(norms)
+    if norm_ratio_fires(norm_in, norm_out):
+        late.append((outputs[norms.index(norm_out)], WARNING, MSG_NORM_RATIO))
+    return early, late
+
+
+def norm_ratio_fires(norm_in: float, norm_out: float) -> bool:
+    """Whether the largest output NormRelativeErr is 10 times the inputs' (or over 0.1 above exact inputs)."""
+    return (norm_in == 0 and norm_out > 0.1) or (norm_in > 0 and norm_out / norm_in > 10)
+
+
+_FLOAT = float
+_STAT_ROW = StatRowResult
+_STORED = _STORED_METRICS.__get__
+
+
+def judge_group(group: list[RowResult], cross_rules: Any = None) -> None:
     """Apply the shared rules to the rows of one entry.
 
     Order of messages on a row: nan/inf (1), the mode's early cross rule (2), requires_grad
     (3), scalar value (4), dtype (5), shape (6), the mode's late cross rule (7). Cross-rule
-    hits land on the output row that caused them.
+    hits land on the output row that caused them. ``cross_rules(inputs, outputs)`` gives a
+    mode's ``(early, late)`` hits; without it, statistics mode's NormRelativeErr rules
+    (:func:`norm_rules`) run on fractions taken in the same pass.
 
-    One pass over the rows applies rules 1 and sorts them; rules 3-6 then run only on the
-    rows where one of them can fire (requires_grad, dtype or shape texts differ, or a scalar
-    argument), after the early cross rule.
+    One pass over the rows applies rule 1, sorts them and takes their NormRelativeErr
+    fractions; rules 3-6 then run only on the rows where one of them can fire
+    (requires_grad, dtype or shape texts differ, or a scalar argument), after the early
+    cross rule.
     """
     if not group:
         return
-    api = common.api_name(group[0].pair.target.entry)
+    entry = group[0].pair.target.entry
+    parts = entry.split(".", 2)
+    api = parts[1] if len(parts) > 1 else entry
     skip = api in common.SKIP_ALL_APIS
     output_only = api in common.OUTPUT_ONLY_APIS
+    norms = cross_rules is None and not output_only
     plain = common.PLAIN_STATS
     nan_or_inf = common.is_nan_or_inf
     inputs: list[RowResult] = []
     outputs: list[RowResult] = []
+    fractions: list[tuple[float, float]] = []  # of the outputs, with ``norms``
+    norm_in = norm_out = None  # the largest plain fractions (as ``max`` picks them), with ``norms``
+    counted_over = False  # an output's fraction (inf counted) is above 0.5, with ``norms``
     suspicious: list[RowResult] = []  # rows where rules 3-6 may fire
     for r in group:
         pair = r.pair
@@ -316,30 +342,60 @@ def judge_group(group: list[RowResult], cross_rules) -> None:
                 r.notes.append(common.MSG_UNMATCHED)
             continue
         t = pair.target
-        ts, gs = t.stats, g.stats
-        a, b, c, d = ts
-        e, f, h, i = gs
-        if not (a.__class__ in plain and b.__class__ in plain and c.__class__ in plain and d.__class__ in plain
-                and e.__class__ in plain and f.__class__ in plain and h.__class__ in plain
-                and i.__class__ in plain):
-            reason = common.not_compared_reason(r)
-            if reason:
-                r.mark_not_compared(reason)
+        a, b, c, d = t.stats
+        e, f, h, i = g.stats
+        if (a.__class__ is _FLOAT and b.__class__ is _FLOAT and c.__class__ is _FLOAT and d.__class__ is _FLOAT
+                and e.__class__ is _FLOAT and f.__class__ is _FLOAT and h.__class__ is _FLOAT
+                and i.__class__ is _FLOAT):
+            floats = True  # the usual row: eight floats
+        else:
+            floats = False
+            if not (a.__class__ in plain and b.__class__ in plain and c.__class__ in plain
+                    and d.__class__ in plain and e.__class__ in plain and f.__class__ in plain
+                    and h.__class__ in plain and i.__class__ in plain):
+                reason = common.not_compared_reason(r)
+                if reason:
+                    r.mark_not_compared(reason)
         if skip:
             continue
+        if norms:
+            # norm_fractions(r) inline for the usual rows (metrics not stored): two finite float
+            # norms, or one norm object on both sides (``None``, a small int: the cell is "0")
+            if r.__class__ is not _STAT_ROW or _STORED(r, RowResult) is not None:
+                fraction = norm_fractions(r)
+            elif d is i:
+                fraction = _NO_ERROR
+            elif (floats or d.__class__ is _FLOAT and i.__class__ is _FLOAT) and d - d == 0.0 and i - i == 0.0:
+                if d == i and (d or repr(d) == repr(i)):
+                    fraction = _NO_ERROR
+                elif i == 0:
+                    fraction = _INF_ERROR
+                else:
+                    plain_fraction = abs((d - i) / i * 100) / 100
+                    fraction = (plain_fraction, plain_fraction)
+            else:
+                fraction = norm_fractions(r)
         if t.state == "output":
             outputs.append(r)
+            if norms:
+                fractions.append(fraction)
+                if norm_out is None or fraction[0] > norm_out:
+                    norm_out = fraction[0]
+                if fraction[1] > 0.5:
+                    counted_over = True
         else:
             inputs.append(r)
             if output_only:
                 continue
+            if norms and (norm_in is None or fraction[0] > norm_in):
+                norm_in = fraction[0]
         # rule 1: nan/inf in the target's Max or Min, not in the golden's
-        if e.__class__ is float and f.__class__ is float:
+        if floats or e.__class__ is _FLOAT and f.__class__ is _FLOAT:
             golden_bad = e - e != 0.0 or f - f != 0.0  # NaN or +/-inf (x - x is NaN only for those)
         else:
             golden_bad = nan_or_inf(e) or nan_or_inf(f)
         if not golden_bad:
-            if a.__class__ is float and b.__class__ is float:
+            if floats or a.__class__ is _FLOAT and b.__class__ is _FLOAT:
                 target_bad = a - a != 0.0 or b - b != 0.0
             else:
                 target_bad = nan_or_inf(a) or nan_or_inf(b)
@@ -350,7 +406,16 @@ def judge_group(group: list[RowResult], cross_rules) -> None:
             suspicious.append(r)
     if skip:
         return
-    early, late = ([], []) if output_only else cross_rules(inputs, outputs)
+    if output_only:
+        early, late = [], []
+    elif norms:
+        norm_in = 0.0 if norm_in is None else norm_in
+        if outputs and ((norm_in < 0.1 and counted_over) or norm_ratio_fires(norm_in, norm_out)):
+            early, late = norm_rules(norm_in, outputs, fractions)
+        else:  # neither rule fires (the usual entry)
+            early = late = []
+    else:
+        early, late = cross_rules(inputs, outputs)
     for r, verdict, message in early:
         r.raise_to(verdict, message)
     for r in suspicious:
