@@ -19,9 +19,10 @@ from probe.analysis.advisor import AdviceBuilder, advise, advisor_text, explain
 from probe.analysis.collective import check_collectives, shares_output
 from probe.analysis.da_json import write_diff_analyze, write_rank_json
 from probe.analysis.first_diff import FirstDiff, find_first_diff
-from probe.analysis.nodes import api_of, build_nodes, is_comm_entry
+from probe.analysis.nodes import ENTRY_OF, api_of, build_nodes, is_comm_entry
 from probe.diagnosis.analyzer import diagnosis_of
 from probe.diagnosis.facts import step_of
+from probe.formats.msprobe.names import COMM_PREFIXES
 from probe.diagnosis.oneanswer import advisor_lines, diff_analyze_nodes
 from probe.io import atomic_write, prepare_output_dir, timestamp, unique_path
 from probe.result import Analysis, CompareResult, analysable
@@ -71,17 +72,17 @@ class _CollectiveStream:
         self.entries = 0
 
     def add(self, window: CompareResult) -> None:
-        for node in build_nodes(window, keep=_shares_output):
+        for node in build_nodes(window, keep=_shares_output, judge=False):  # -da verdicts are not read
             node.index += self.entries
             self.nodes.append(node)
-        self.entries += sum(1 for _ in groupby(window.records, key=lambda r: r.pair.target.entry))
+        self.entries += sum(1 for _ in groupby(window.records, key=ENTRY_OF))
 
     def finish(self, result: CompareResult) -> Digest:
         return _digest_of(result, self.nodes)
 
 
 def _shares_output(entry: str) -> bool:
-    return is_comm_entry(entry) and shares_output(api_of(entry))
+    return entry.startswith(COMM_PREFIXES) and is_comm_entry(entry) and shares_output(api_of(entry))
 
 
 def _digests_by_step(digests: list[Digest | None]) -> dict[str, list[Digest]]:
@@ -247,7 +248,7 @@ class CollectiveAnalyzer:
         """Only the collective nodes whose outputs the ranks must share."""
         if not analysable(result):
             return None
-        return _digest(result, build_nodes(result, keep=_shares_output))
+        return _digest(result, build_nodes(result, keep=_shares_output, judge=False))  # -da verdicts are not read
 
     def digest_stream(self, request: Any, result: CompareResult) -> _CollectiveStream:
         """:meth:`digest` made a window of whole entries at a time (``add``, then ``finish``)."""

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import groupby
+from operator import attrgetter
 from typing import Any
 
 from probe.formats.msprobe.dtypes import PROCESS_GROUP
@@ -39,6 +40,8 @@ P2P_PARTNER = {
 }
 PEER_KEYS = ("dst", "src", "group_dst", "group_src", "peer")
 _INDEX = re.compile(r"\.(\d+)$")
+ENTRY_OF = attrgetter("pair.target.entry")
+"""The entry name of a row result (the key that groups its rows into nodes)."""
 
 
 def api_of(entry: str) -> str:
@@ -277,18 +280,19 @@ def build_nodes(
     rank = 0 if rank is None else rank
     md5 = result.mode.name == "md5"
     stat_metrics = type(result.mode) is StatisticsMode  # its metrics hold the relative errors
-    stack = result.stack or {}
+    stack = (result.stack or {}).get
     nodes: list[Node] = []
-    for index, (entry, group) in enumerate(groupby(result.records, key=lambda r: r.pair.target.entry)):
+    append = nodes.append
+    for index, (entry, group) in enumerate(groupby(result.records, key=ENTRY_OF)):
         if keep is not None and not keep(entry):
             continue
         records = list(group)
-        node = Node(entry=entry, rank=rank, index=index, records=records, stack=stack.get(entry))
+        node = Node(entry, rank, index, records, stack(entry))
         if judge and len(entry.split(".")) >= 4:
             _judge_da(node, md5, stat_metrics)
-        if node.is_comm:
+        if entry.startswith(COMM_PREFIXES) and is_comm_entry(entry):  # node.is_comm
             node.peers = _peer_values(records)
-        nodes.append(node)
+        append(node)
     return nodes
 
 
