@@ -85,3 +85,42 @@ def test_diagnosis_json_written_in_pieces_equals_one_dump(series: list, batch: i
                           noise_floor={"float32": {"calls": 1}}, series=series)
     whole = orjson.dumps(diagnosis.to_dict(), option=orjson.OPT_APPEND_NEWLINE)
     assert b"".join(diagnosis.json_pieces(batch)) == whole
+
+
+@settings(max_examples=300, deadline=None)
+@given(entry=st.text(alphabet="ab.", max_size=8))
+def test_api_op_type_is_the_first_two_name_parts(entry: str) -> None:
+    assert op_of(entry, "api") == ".".join(entry.split(".")[:2])
+
+
+_DTYPE = st.sampled_from(["torch.float32", "torch.bfloat16", "torch.float16", "torch.int64", "<class 'int'>", "N/A"])
+_FACT_ROW = st.tuples(st.sampled_from(["input", "output", "parameters"]), _DTYPE, _DTYPE,
+                      st.tuples(_STAT, _STAT, _STAT, _STAT), st.tuples(_STAT, _STAT, _STAT, _STAT), st.booleans())
+
+
+@settings(max_examples=400, deadline=None)
+@given(rows=st.lists(_FACT_ROW, min_size=1, max_size=6))
+def test_node_facts_fingerprints_and_dtype_as_the_plain_rules(rows: list) -> None:
+    """The inline fingerprint of outputs and the skipped golden dtype give what the helpers give."""
+    from probe.diagnosis.facts import dtype_info, lower_dtype, node_facts
+    from probe.model import Pair
+    from probe.result import RowResult
+
+    entry = "Functional.linear.0.forward"
+    records, expected, dtype = [], set(), ""
+    for i, (state, t_dtype, g_dtype, t_stats, g_stats, matched) in enumerate(rows):
+        name = f"{entry}.{state}.{i}"
+        target = Row(name, entry, state, t_dtype, "[2, 3]", t_stats, "False", None, "-1")
+        golden = Row(name, entry, state, g_dtype, "[2, 3]", g_stats, "False", None, "-1") if matched else None
+        records.append(RowResult(Pair(target, golden), ()))
+        if golden is None:
+            continue
+        (tensor, t_float), (g_tensor, g_float) = dtype_info(t_dtype), dtype_info(g_dtype)
+        dtype = lower_dtype(lower_dtype(dtype, t_float), g_float)
+        if tensor and g_tensor and state == "output" and _fingerprint(target) is not None:
+            expected.add(_fingerprint(target))
+    produced: set = set()
+    facts = node_facts(entry, 0, records, False, produced, False)
+    assert facts.dtype == dtype
+    assert produced == expected or (any(isinstance(fp, tuple) for fp in expected)
+                                    and len(produced) == len(expected))  # NaN tuples equal nothing

@@ -145,13 +145,15 @@ class NodeFacts:
         self.nan_in, self.nan_out, self.argument, self.unmatched, self.matched = (
             nan_in, nan_out, argument, unmatched, matched)
         self.reduced_dev, self.width, self.dtype, self.exact, self.module = reduced_dev, width, dtype, exact, module
-        names = [worst_in, worst_out, worst_param, worst_leaf, worst_reduced]
-        tails, size, table = 0, len(entry), _TAILS
-        for bit, name in enumerate(names):  # _tail() inline: this runs for every entry of a dump
+        names = []
+        tails, bit, size, table = 0, 1, len(entry), _TAILS
+        for name in (worst_in, worst_out, worst_param, worst_leaf, worst_reduced):  # _tail() inline: every entry
             if name and name[size:size + 1] == "." and name.startswith(entry):
                 tail = name[size:]
-                names[bit] = table.get(tail) or _shared(table, tail)
-                tails |= 1 << bit
+                name = table.get(tail) or _shared(table, tail)
+                tails |= bit
+            names.append(name)
+            bit <<= 1
         self.w_in, self.w_out, self.w_param, self.w_leaf, self.w_reduced = names
         self.tails = tails
 
@@ -314,9 +316,10 @@ def op_of(entry: str, kind: str) -> str:
 
 
 def _op_of(entry: str, kind: str) -> str:
+    if kind == "api":  # ".".join(entry.split(".")[:2])
+        second = entry.find(".", entry.find(".") + 1) if "." in entry else -1
+        return entry if second < 0 else entry[:second]
     parts = entry.split(".")
-    if kind == "api":
-        return ".".join(parts[:2])
     for marker in ("forward", "backward", "parameters_grad"):
         if marker in parts:
             i = parts.index(marker)
@@ -405,6 +408,7 @@ def node_facts(entry: str, order: int, records: list[RowResult], tensor_mode: bo
     width = 1
     matched = unmatched = 0
     outputs = []
+    dtypes, last_dims = _DTYPES, _LAST_DIMS
     for record in records:
         pair = record.pair
         t, g = pair.target, pair.golden
@@ -415,34 +419,42 @@ def node_facts(entry: str, order: int, records: list[RowResult], tensor_mode: bo
                 argument = f"{t.name} has no golden counterpart"
             continue
         matched += 1
-        tensor, t_float = _DTYPES.get(t.dtype) or dtype_info(t.dtype)
-        g_tensor, g_float = _DTYPES.get(g.dtype) or dtype_info(g.dtype)
+        t_dtype = t.dtype
+        tensor, t_float = dtypes.get(t_dtype) or dtype_info(t_dtype)
         if t_float and t_float != dtype:
             dtype = lower_dtype(dtype, t_float)
-        if g_float and g_float != dtype:
-            dtype = lower_dtype(dtype, g_float)
+        if g.dtype == t_dtype:  # the usual row: the golden dtype adds nothing
+            g_tensor = tensor
+        else:
+            g_tensor, g_float = dtypes.get(g.dtype) or dtype_info(g.dtype)
+            if g_float and g_float != dtype:
+                dtype = lower_dtype(dtype, g_float)
         if not tensor or not g_tensor:
             if g_tensor != tensor or [str(v) for v in t.stats] != [str(v) for v in g.stats]:
                 exact = False
                 if state != "output" and not argument and not benign_argument(t.stats[0], g.stats[0]):
                     argument = f"{t.name} is {_short(t.stats[0])} instead of {_short(g.stats[0])}"
             continue
-        if state != "output" and not argument and t.shape != g.shape:
-            argument = f"{t.name} has shape {t.shape} instead of {g.shape}"
-        if t.shape != g.shape:  # a structure difference: no precision deviation between different shapes
+        shape = t.shape
+        if shape != g.shape:  # a structure difference: no precision deviation between different shapes
+            if state != "output" and not argument:
+                argument = f"{t.name} has shape {shape} instead of {g.shape}"
             dev, nan, exact = 0.0, False, False
         elif md5:
             dev, nan = (0.0 if t.md5 == g.md5 else math.inf), False
             exact = exact and dev == 0.0
-        elif t.stats == g.stats and not tensor_mode:
-            dev, nan = 0.0, False  # identical statistics (a NaN never compares equal, so it takes the long way)
-        else:
+        elif tensor_mode:
             exact = False
-            if tensor_mode:
-                dev, t_bad, g_bad = _row_dev(record, tensor_mode)
-            else:
-                dev, t_bad, g_bad = stats_deviation(t.stats, g.stats)
+            dev, t_bad, g_bad = _row_dev(record, tensor_mode)
             nan = t_bad and not g_bad
+        else:
+            ts, gs = t.stats, g.stats
+            if ts == gs:
+                dev, nan = 0.0, False  # identical statistics (a NaN never compares equal, so it takes the long way)
+            else:
+                exact = False
+                dev, t_bad, g_bad = stats_deviation(ts, gs)
+                nan = t_bad and not g_bad
         if state == "output":
             nan_out = nan_out or nan
             if backward and _numel(t.shape) * REDUCTION < in_numel:
@@ -455,7 +467,7 @@ def node_facts(entry: str, order: int, records: list[RowResult], tensor_mode: bo
                 out_dev, worst_out = dev, t.name
             outputs.append(t)
         elif state == "input":
-            last = _last_dim(t.shape)
+            last = last_dims.get(shape) or _last_dim(shape)
             if last > width:
                 width = last
             if backward:
@@ -473,7 +485,12 @@ def node_facts(entry: str, order: int, records: list[RowResult], tensor_mode: bo
         elif state == "parameters":
             if dev > param_dev or not worst_param:
                 param_dev, worst_param = dev, t.name
+    pack = _PAIR.pack
     for t in outputs:
+        high, low = t.stats[0], t.stats[1]
+        if high.__class__ is float and low.__class__ is float and high == high and low == low and high != low:
+            produced.add(pack(high or 0.0, low or 0.0))  # _fingerprint(t) of the usual output, inline
+            continue
         fp = _fingerprint(t)
         if fp is not None:
             produced.add(fp)
