@@ -14,6 +14,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import probe
 from conftest import DATA
@@ -175,6 +177,21 @@ def test_floor_units_and_kind_gains() -> None:
     # a long float32 reduction may differ by more than the roundoff of its result
     assert local_floor("float32", 4096) > 100 * local_floor("float32", 1)
     assert local_floor("bfloat16", 4096) < 1.01 * local_floor("bfloat16", 1)
+
+
+def _split_forward_of(entry: str) -> str | None:
+    parts = entry.split(".")
+    for i in (len(parts) - 1, len(parts) - 2):
+        if i >= 0 and parts[i] == "backward":
+            return ".".join(parts[:i] + ["forward"] + parts[i + 1:])
+    return None
+
+
+@settings(max_examples=1000, deadline=None)
+@given(parts=st.lists(st.sampled_from(["backward", "forward", "Module", "0", "", "xbackward", "backwardx"]), max_size=5))
+def test_forward_of_is_the_name_part_rule(parts: list[str]) -> None:
+    entry = ".".join(parts)
+    assert forward_of(entry) == _split_forward_of(entry)
 
 
 def test_forward_of_and_ranking_order() -> None:

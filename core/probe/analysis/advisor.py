@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from probe.analysis.nodes import Node, build_nodes, has_nan_inf, row_deviation
+from probe.diagnosis.rank import forward_of
 from probe.errors import NotStreamable
 from probe.model import ERROR, WARNING
 from probe.modes import common
@@ -104,15 +105,6 @@ class NodeFacts:
         if not self.differs:
             return SMALL
         return INTRODUCED
-
-
-def _forward_of(entry: str) -> str | None:
-    """The forward entry whose saved tensors a backward entry uses (``X.0.backward`` -> ``X.0.forward``)."""
-    parts = entry.split(".")
-    for i in (len(parts) - 1, len(parts) - 2):
-        if i >= 0 and parts[i] == "backward":
-            return ".".join(parts[:i] + ["forward"] + parts[i + 1:])
-    return None
 
 
 def node_facts(node: Node, md5: bool, forward: Node | None = None, saved: Any = None) -> NodeFacts:
@@ -258,7 +250,7 @@ class AdviceBuilder:
         self.missing: set[str] = set()
 
     def _facts(self, node: Node) -> NodeFacts:
-        forward = _forward_of(node.entry)
+        forward = forward_of(node.entry)
         if forward is None:
             return node_facts(node, self.md5)
         if self.by_entry is not None:
@@ -281,7 +273,7 @@ class AdviceBuilder:
                 if facts.differs:
                     advice.culprit = facts
             if searching and streamed and ".forward" in node.entry:
-                plain = facts if facts is not None and _forward_of(node.entry) is None else node_facts(node, self.md5)
+                plain = facts if facts is not None and forward_of(node.entry) is None else node_facts(node, self.md5)
                 self.saved[node.entry] = _saved(plain)
             for record in node.records:
                 if record.verdict == UNMATCHED and record.pair.golden is not None:

@@ -43,11 +43,13 @@ KIND_TIER = {NAN_SOURCE: 0, PARAMETER: 1, ARGUMENT: 1, INTRODUCED: 2, STRUCTURE:
 
 
 def forward_of(entry: str) -> str | None:
-    """The forward call whose saved tensors a backward call uses (``X.0.backward`` -> ``X.0.forward``)."""
-    parts = entry.split(".")
-    for i in (len(parts) - 1, len(parts) - 2):
-        if i >= 0 and parts[i] == "backward":
-            return ".".join(parts[:i] + ["forward"] + parts[i + 1:])
+    """The forward call whose saved tensors a backward call uses (``X.0.backward`` -> ``X.0.forward``,
+    ``Module.m.Linear.backward.0`` -> ``Module.m.Linear.forward.0``), else ``None``."""
+    if entry.endswith("backward") and (len(entry) == 8 or entry[-9] == "."):  # the last name part
+        return entry[:-8] + "forward"
+    head, dot, tail = entry.rpartition(".")
+    if dot and head.endswith("backward") and (len(head) == 8 or head[-9] == "."):  # the one before it
+        return head[:-8] + "forward." + tail
     return None
 
 
@@ -206,17 +208,19 @@ def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
         if facts.golden_only or any(not n.exact or n.unmatched for n in facts.nodes):
             identical = False
         flagged = {s.node for s in found}
+        isfinite = math.isfinite
         for node in facts.nodes:
-            if node.kind == "parameters_grad" or node.entry in flagged or not node.dtype:
+            dtype = node.dtype
+            if not dtype or node.kind == "parameters_grad" or node.entry in flagged:
                 continue
-            entry = floor_stats.get(node.dtype)
+            entry = floor_stats.get(dtype)
             if entry is None:
-                entry = floor_stats[node.dtype] = {"unit_roundoff": unit_roundoff(node.dtype),
-                                                   "local_floor": local_floor(node.dtype),
-                                                   "calls": 0, "max_error_within_floor": 0.0}
+                entry = floor_stats[dtype] = {"unit_roundoff": unit_roundoff(dtype), "local_floor": local_floor(dtype),
+                                              "calls": 0, "max_error_within_floor": 0.0}
             entry["calls"] += 1
-            if math.isfinite(node.out_dev):
-                entry["max_error_within_floor"] = max(entry["max_error_within_floor"], node.out_dev)
+            out_dev = node.out_dev
+            if out_dev > entry["max_error_within_floor"] and isfinite(out_dev):
+                entry["max_error_within_floor"] = out_dev
         series.append(_series(view, found))
     suspects.sort(key=sort_key)
     points = {(line["step"], line["rank"], p["node"]): p for line in series for p in line["points"]}
