@@ -300,6 +300,8 @@ def norm_ratio_fires(norm_in: float, norm_out: float) -> bool:
 
 
 _FLOAT = float
+_NEVER_NAN_OR_INF = frozenset({int, bool, type(None)})
+"""Statistic types :func:`probe.modes.common.is_nan_or_inf` always says ``False`` for."""
 _STAT_ROW = StatRowResult
 _STORED = _STORED_METRICS.__get__
 
@@ -328,6 +330,7 @@ def judge_group(group: list[RowResult], cross_rules: Any = None) -> None:
     norms = cross_rules is None and not output_only
     plain = common.PLAIN_STATS
     nan_or_inf = common.is_nan_or_inf
+    finite = _NEVER_NAN_OR_INF
     inputs: list[RowResult] = []
     outputs: list[RowResult] = []
     fractions: list[tuple[float, float]] = []  # of the outputs, with ``norms``
@@ -392,13 +395,14 @@ def judge_group(group: list[RowResult], cross_rules: Any = None) -> None:
         # rule 1: nan/inf in the target's Max or Min, not in the golden's
         if floats or e.__class__ is _FLOAT and f.__class__ is _FLOAT:
             golden_bad = e - e != 0.0 or f - f != 0.0  # NaN or +/-inf (x - x is NaN only for those)
-        else:
-            golden_bad = nan_or_inf(e) or nan_or_inf(f)
+        else:  # ints, bools and None are never NaN/inf: no call for them
+            golden_bad = (e.__class__ not in finite and nan_or_inf(e)) or (f.__class__ not in finite and nan_or_inf(f))
         if not golden_bad:
             if floats or a.__class__ is _FLOAT and b.__class__ is _FLOAT:
                 target_bad = a - a != 0.0 or b - b != 0.0
             else:
-                target_bad = nan_or_inf(a) or nan_or_inf(b)
+                target_bad = ((a.__class__ not in finite and nan_or_inf(a))
+                              or (b.__class__ not in finite and nan_or_inf(b)))
             if target_bad:
                 r.raise_to(ERROR, common.MSG_NAN_INF)
         if (t.dtype != g.dtype or t.shape != g.shape or t.requires_grad != g.requires_grad
