@@ -430,7 +430,7 @@ def node_facts(entry: str, order: int, records: list[RowResult], tensor_mode: bo
             if g_float and g_float != dtype:
                 dtype = lower_dtype(dtype, g_float)
         if not tensor or not g_tensor:
-            if g_tensor != tensor or [str(v) for v in t.stats] != [str(v) for v in g.stats]:
+            if g_tensor != tensor or list(map(str, t.stats)) != list(map(str, g.stats)):
                 exact = False
                 if state != "output" and not argument and not benign_argument(t.stats[0], g.stats[0]):
                     argument = f"{t.name} is {_short(t.stats[0])} instead of {_short(g.stats[0])}"
