@@ -276,16 +276,19 @@ class AdviceBuilder:
                 plain = facts if facts is not None and forward_of(node.entry) is None else node_facts(node, self.md5)
                 self.saved[node.entry] = _saved(plain)
             for record in node.records:
-                if record.verdict == UNMATCHED and record.pair.golden is not None:
-                    advice.not_compared += 1
-                    advice.first_not_compared = advice.first_not_compared or record
-                elif record.verdict == UNMATCHED:
-                    advice.unmatched += 1
-                    advice.first_unmatched = advice.first_unmatched or record.name
-                elif advice.failing is None and record.verdict in (WARNING, ERROR):
+                verdict = record.verdict
+                if verdict == UNMATCHED:
+                    if record.pair.golden is not None:
+                        advice.not_compared += 1
+                        advice.first_not_compared = advice.first_not_compared or record
+                    else:
+                        advice.unmatched += 1
+                        advice.first_unmatched = advice.first_unmatched or record.name
+                elif searching and (verdict == WARNING or verdict == ERROR):
                     advice.failing, advice.failing_node = record, node
                     advice.failing_facts = facts if facts is not None else self._facts(node)
                     self.saved.clear()
+                    searching = False
 
     def finish(self) -> Advice:
         """The advice once every node was added."""
