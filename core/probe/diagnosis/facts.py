@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import groupby
 from operator import attrgetter
@@ -390,7 +391,7 @@ def lower_dtype(a: str, b: str) -> str:
     return a if ia <= ib else b
 
 
-def node_facts(entry: str, order: int, records: list[RowResult], tensor_mode: bool, produced: set,
+def node_facts(entry: str, order: int, records: Iterable[RowResult], tensor_mode: bool, produced: set,
                backward: bool, md5: bool = False) -> NodeFacts:
     """The facts of one entry; ``produced`` holds the fingerprints of earlier outputs (updated here).
 
@@ -553,7 +554,7 @@ class RankFactsBuilder:
         for entry, group in groupby(result.records, key=_ENTRY):
             if not self.backward and (".backward" in entry or ".parameters_grad" in entry):
                 self.backward = True  # what runs after the first backward entry runs in the backward pass
-            facts = node_facts(entry, len(nodes), list(group), self.tensor_mode, self.produced, self.backward, self.md5)
+            facts = node_facts(entry, len(nodes), group, self.tensor_mode, self.produced, self.backward, self.md5)
             facts.module = self.parent_of(entry, "")
             nodes.append(facts)
         if len(self.parents) < self.parents_size // 2:  # a dict keeps its table when emptied: copy it
