@@ -105,5 +105,28 @@ def test_one_pass_judge_equals_the_rules_one_by_one(api: str, rows: list) -> Non
         assert (a.verdict, a.messages, a.notes) == (b.verdict, b.messages, b.notes) == (c.verdict, c.messages, c.notes)
 
 
+@settings(max_examples=200, deadline=None)
+@given(norms=st.lists(st.tuples(st.floats(0.5, 2.0), st.sampled_from(["input", "output"]),
+                                st.one_of(st.none(), st.sampled_from(["75.0%", "5.0%", "inf", "0", "N/A"]))),
+                      min_size=1, max_size=6))
+def test_fused_judge_reads_stored_metrics(norms: list) -> None:
+    """A row whose metrics were assigned is judged on its stored NormRelativeErr text."""
+    entry = "Functional.linear.0.forward"
+    mode = StatisticsMode()
+    fused, fast = [], []
+    for i, (norm, state, stored) in enumerate(norms):
+        target = _row(entry, i, (state, "torch.float32", "[2]", NA, (1.0, 0.0, 0.5, norm)))
+        golden = _row(entry, i, (state, "torch.float32", "[2]", NA, (1.0, 0.0, 0.5, 1.0)))
+        for out in (fused, fast):
+            row = mode.compute([Pair(target, golden)], _Ctx())[0]
+            if stored is not None:
+                row.metrics = ("0",) * 7 + (stored,)
+            out.append(row)
+    mode.judge(fused)
+    judge_group(fast, StatisticsMode._cross_rules)
+    for a, b in zip(fused, fast):
+        assert (a.verdict, a.messages, a.notes) == (b.verdict, b.messages, b.notes)
+
+
 class _Ctx:
     progress = None
