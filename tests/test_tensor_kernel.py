@@ -135,6 +135,36 @@ def test_integer_tensors_use_exact_sums(dtype: str, size: int, seed: int, top: i
     assert got[1] == want[1] and _same(got[0], want[0])
 
 
+def _relative_errors_by_where(n: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``relative_errors`` as first written (fresh arrays from ``np.where`` at every step)."""
+    if not (np.issubdtype(n.dtype, np.floating) and np.issubdtype(b.dtype, np.floating)):
+        n = n.astype(np.float64) if not np.issubdtype(n.dtype, np.floating) else n
+        b = b.astype(np.float64) if not np.issubdtype(b.dtype, np.floating) else b
+    dtype = np.result_type(n, b, np.float32)
+    n, b = n.astype(dtype, copy=False), b.astype(dtype, copy=False)
+    zero = b == 0
+    if zero.any():
+        eps = np.finfo(dtype).eps
+        n, b = np.where(zero, n + eps, n), np.where(zero, b + eps, b)
+    return np.abs((n - b) / b)
+
+
+@SETTINGS
+@given(st.sampled_from(["int64", "int8", "bool", "float16", "float32", "float64"]),
+       st.sampled_from(["int64", "float32", "float64"]), st.integers(1, 3000), st.integers(0, 2**32 - 1),
+       st.sampled_from([0.0, 0.1, 0.5]))
+def test_relative_errors_equal_the_where_formula(left: str, right: str, size: int, seed: int, zeros: float) -> None:
+    rng = np.random.default_rng(seed)
+    n = (rng.standard_normal(size) * 100).astype(left)
+    b = (rng.standard_normal(size) * 100).astype(right)
+    b[rng.random(size) < zeros] = 0
+    n_before, b_before = n.copy(), b.copy()
+    with np.errstate(all="ignore"):
+        got, want = tm.relative_errors(n, b), _relative_errors_by_where(n, b)
+    assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True)
+    assert np.array_equal(n, n_before) and np.array_equal(b, b_before)  # the inputs are left alone
+
+
 def test_large_integers_keep_blas_sums() -> None:
     n = np.array([2**40, 3, 2**41], dtype=np.int64)
     n64 = n.astype(np.float64)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from math import isfinite, isnan, sqrt
 from typing import Any
 
 import numpy as np
@@ -35,9 +36,10 @@ MSG_COS_BENCH_ZERO = "Cannot compare by Cosine Similarity, All the data is Zero 
 
 
 def _round(value: float) -> Any:
-    if np.isnan(value):
+    value = float(value)
+    if isnan(value):
         return NAN_TEXT
-    return round(float(value), 12)
+    return round(value, 12)
 
 
 def cosine(n64: np.ndarray, b64: np.ndarray, messages: list[str], dot: Any = np.dot) -> Any:
@@ -63,6 +65,7 @@ def cosine(n64: np.ndarray, b64: np.ndarray, messages: list[str], dot: Any = np.
 
 def relative_errors(n: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Element-wise ``|n - b| / |b|`` with eps added to both sides where ``b == 0``."""
+    given_n, given_b = n, b
     if not (np.issubdtype(n.dtype, np.floating) and np.issubdtype(b.dtype, np.floating)):
         n = n.astype(np.float64) if not np.issubdtype(n.dtype, np.floating) else n
         b = b.astype(np.float64) if not np.issubdtype(b.dtype, np.floating) else b
@@ -70,11 +73,15 @@ def relative_errors(n: np.ndarray, b: np.ndarray) -> np.ndarray:
     n = n.astype(dtype, copy=False)
     b = b.astype(dtype, copy=False)
     zero = b == 0
-    if zero.any():
+    if zero.any():  # eps added in place where this function made its own copy
         eps = np.finfo(dtype).eps
-        n = np.where(zero, n + eps, n)
-        b = np.where(zero, b + eps, b)
-    return np.abs((n - b) / b)
+        n = n.copy() if n is given_n else n
+        np.add(n, eps, out=n, where=zero)
+        b = b.copy() if b is given_b else b
+        np.add(b, eps, out=b, where=zero)
+    rel = np.subtract(n, b)
+    np.divide(rel, b, out=rel)
+    return np.abs(rel, out=rel)
 
 
 def compare_arrays(n: np.ndarray, b: np.ndarray) -> tuple[tuple[Any, ...], list[str]]:
@@ -164,7 +171,7 @@ def _exact_sums(n: np.ndarray, b: np.ndarray, n64: np.ndarray, b64: np.ndarray) 
     """
     if n.dtype.kind not in "biu" or b.dtype.kind not in "biu" or not n64.size:
         return False
-    top = max(float(np.max(np.abs(n64))), float(np.max(np.abs(b64))))
+    top = max(float(n64.max()), -float(n64.min()), float(b64.max()), -float(b64.min()))
     return (2 * top) ** 2 * n64.size <= 2.0**53
 
 
@@ -181,17 +188,18 @@ def _compare_float32(n: np.ndarray, b: np.ndarray, messages: list[str]) -> tuple
     in float32 as in the general path. Returns ``None`` when an array holds NaN or inf
     (the general path handles those).
     """
-    n64, b64, rel, mask = _BUFFERS.take(n.size)
+    size = n.size
+    n64, b64, rel, mask = _BUFFERS.take(size)
     np.copyto(n64, n)
     np.copyto(b64, b)
     nn = _dot(n64, n64)
     bb = _dot(b64, b64)
-    if not (np.isfinite(nn) and np.isfinite(bb)):
+    if not (isfinite(nn) and isfinite(bb)):
         return None  # NaN or inf somewhere: the general path masks them
-    if n.size <= 1:
+    if size <= 1:
         cos: Any = UNSUPPORTED
     else:
-        norm_n, norm_b = float(np.sqrt(nn)), float(np.sqrt(bb))
+        norm_n, norm_b = sqrt(nn), sqrt(bb)  # correctly rounded, as np.sqrt
         if norm_n <= EPS64 and norm_b <= EPS64:
             cos = 1.0
         elif norm_n <= EPS64:
@@ -202,35 +210,35 @@ def _compare_float32(n: np.ndarray, b: np.ndarray, messages: list[str]) -> tuple
             cos = NAN_TEXT
         else:
             value = _dot(n64, b64) / (norm_n * norm_b)
-            if np.isnan(value):
+            if isnan(value):
                 cos = NAN_TEXT
             else:
                 value = round(value, 12)
                 cos = round(value, 6) if value > 0.9999 else value
     diff = np.subtract(n64, b64, out=n64)
-    euc = float(np.sqrt(_dot(diff, diff)))
+    euc = sqrt(_dot(diff, diff))
     max_abs = _round(max(float(diff.max()), -float(diff.min())))
     if n.dtype != np.float32:
         n = n.astype(np.float32)
         b = b.astype(np.float32)
     if np.equal(b, 0, out=mask).any():  # relative_errors(n, b) in the free float64 buffers
-        n32, b32 = b64.view(np.float32)[: n.size], n64.view(np.float32)[: n.size]
-        eps = np.finfo(np.float32).eps
+        n32, b32 = b64.view(np.float32)[:size], n64.view(np.float32)[:size]
         np.copyto(n32, n)
-        np.add(n32, eps, out=n32, where=mask)
+        np.add(n32, _EPS32, out=n32, where=mask)
         np.copyto(b32, b)
-        np.add(b32, eps, out=b32, where=mask)
+        np.add(b32, _EPS32, out=b32, where=mask)
         n, b = n32, b32
     np.subtract(n, b, out=rel)
     np.divide(rel, b, out=rel)
     np.abs(rel, out=rel)
     top = rel.max()
-    max_rel = _round(float(top))
+    max_rel = _round(top)
     one = _share_below(rel, top, _ONE_K, mask)
     five = _share_below(rel, top, _FIVE_K, mask)
     return (cos, euc, max_abs, max_rel, one, five)
 
 
+_EPS32 = np.finfo(np.float32).eps
 _ONE_K = np.float32(0.001)
 _FIVE_K = np.float32(0.005)
 
@@ -240,5 +248,5 @@ def _share_below(rel: np.ndarray, top: np.float32, limit: np.float32, mask: np.n
     array with a Python float in float32); no pass over ``rel`` when its largest value
     ``top`` is already below."""
     if top < limit:
-        return _round(1.0)
-    return _round(float(np.count_nonzero(np.less(rel, limit, out=mask))) / rel.size)
+        return 1.0
+    return _round(np.count_nonzero(np.less(rel, limit, out=mask)) / rel.size)
