@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import os
 import re
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +145,17 @@ def _compute_chunk(tasks: list[tuple[str | None, str | None]], loaders: Mapping[
     return [_compute_one(task, loaders, extra) for task in tasks]
 
 
+def _comparable(pair: Pair) -> bool:
+    """Whether ``pair`` has two tensor files to compare (a task, unless a name is refused)."""
+    return pair.golden is not None and pair.target.data_name != "-1" and pair.golden.data_name != "-1"
+
+
+def _chunks(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
+    """``items`` in lists of ``size`` (the last one shorter), taken as they come."""
+    while chunk := list(itertools.islice(items, size)):
+        yield chunk
+
+
 class TensorMode:
     """Compare real tensor data saved next to dump.json (``.pt``, ``.npy``...)."""
 
@@ -180,25 +192,30 @@ class TensorMode:
     def compute(self, pairs: Sequence[Pair], ctx: ModeContext) -> list[RowResult]:
         width = 6 + len(ctx.extra_metrics)
         results: list[RowResult] = []
-        tasks: list[tuple[int, tuple[str, str]]] = []
+        slots: list[int] = []
         roots = (_resolved(ctx.target.info.tensor_dir), _resolved(ctx.golden.info.tensor_dir))
-        for index, pair in enumerate(pairs):
-            task = self._task(pair, ctx, roots)
-            if isinstance(task, str):
-                record = RowResult(pair, (UNSUPPORTED,) * width)
-                if task != common.MSG_UNMATCHED:
-                    record.notes.append(task)
-                    if "points outside" in task or "cannot be resolved" in task:
-                        record.extra["problem"] = task
-                        record.mark_not_compared(common.NOT_COMPARED + task)
-                results.append(record)
-            else:
-                results.append(RowResult(pair, ()))
-                tasks.append((index, task))
-        if ctx.progress and len(pairs) > len(tasks):
-            ctx.progress(len(pairs) - len(tasks))
-        outcomes = self._run_tasks([task for _, task in tasks], ctx)
-        for (index, _), (metrics, messages, problem) in zip(tasks, outcomes):
+
+        def tasks() -> Iterator[tuple[Any, ...]]:
+            """Each pair's task, made as the workers ask for work (its record beside it)."""
+            for index, pair in enumerate(pairs):
+                task = self._task(pair, ctx, roots)
+                if isinstance(task, str):
+                    record = RowResult(pair, (UNSUPPORTED,) * width)
+                    if task != common.MSG_UNMATCHED:
+                        record.notes.append(task)
+                        if "points outside" in task or "cannot be resolved" in task:
+                            record.extra["problem"] = task
+                            record.mark_not_compared(common.NOT_COMPARED + task)
+                    results.append(record)
+                else:
+                    results.append(RowResult(pair, ()))
+                    slots.append(index)
+                    yield task
+
+        outcomes = self._run_tasks(tasks(), sum(map(_comparable, pairs)), ctx)
+        if ctx.progress and len(pairs) > len(slots):
+            ctx.progress(len(pairs) - len(slots))
+        for index, (metrics, messages, problem) in zip(slots, outcomes):
             record = results[index]
             record.metrics = metrics
             record.notes.extend(messages)
@@ -212,12 +229,14 @@ class TensorMode:
                                          f"dump.json gives both {record.pair.target.shape}")
         return results
 
-    def _run_tasks(self, tasks: list[tuple[str, str]], ctx: ModeContext) -> list:
+    def _run_tasks(self, tasks: Iterator[tuple[Any, ...]], expected: int, ctx: ModeContext) -> list:
+        """Every task's outcome, in order; ``tasks`` is consumed as work is handed out
+        (workers start on the first chunk while the later ones are still being made)."""
         extra = list(ctx.extra_metrics)
         loaders = dict(ctx.tensor_loaders)
-        if ctx.options.get("executor") == "dask" and tasks and runtime.picklable([loaders, extra]):
-            return self._run_on_cluster(tasks, ctx, loaders, extra)
-        if ctx.jobs <= 1 or len(tasks) < 2 * CHUNK or not runtime.picklable([loaders, extra]):
+        if ctx.options.get("executor") == "dask" and expected and runtime.picklable([loaders, extra]):
+            return self._run_on_cluster(list(tasks), ctx, loaders, extra)
+        if ctx.jobs <= 1 or expected < 2 * CHUNK or not runtime.picklable([loaders, extra]):
             out = []
             pending = 0
             for task in tasks:
@@ -229,9 +248,9 @@ class TensorMode:
             if ctx.progress and pending:
                 ctx.progress(pending)
             return out
-        chunks = [tasks[i : i + CHUNK] for i in range(0, len(tasks), CHUNK)]
         out = []
-        for chunk_result in runtime.parallel_map(_compute_chunk, chunks, loaders, extra, workers=ctx.jobs):
+        for chunk_result in runtime.parallel_map(_compute_chunk, _chunks(tasks, CHUNK), loaders, extra,
+                                                 workers=ctx.jobs):
             out.extend(chunk_result)
             if ctx.progress:
                 ctx.progress(len(chunk_result))
