@@ -15,7 +15,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from probe.errors import InputError  # noqa: E402
 from probe.modes import tensor_metrics as tm  # noqa: E402
-from probe.modes.tensor import resolve_tensor_file  # noqa: E402
+from probe.modes.tensor import _Side, resolve_tensor_file  # noqa: E402
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -211,6 +211,7 @@ def test_plain_names_resolve_as_before(tmp_path: Path, name: str) -> None:
         want = _outcome(_resolve_by_walk, directory, name)
         assert _outcome(resolve_tensor_file, directory, name) == want
         assert _outcome(resolve_tensor_file, directory, name, directory.resolve()) == want
+        assert _outcome(_Side(directory).file, name) == want  # the tensor mode's own path strings
 
 
 def _zip_members(data: bytes) -> dict[str, tuple[int, int, int]] | None:

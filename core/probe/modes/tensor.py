@@ -45,16 +45,9 @@ def resolve_tensor_file(tensor_dir: Path, data_name: str, root: Path | None = No
         root = root or tensor_dir.resolve()
     except (OSError, RuntimeError) as exc:  # a link loop, an unreadable directory
         raise InputError(f"the tensor directory cannot be resolved ({exc})", tensor_dir) from None
-    if data_name not in ("", ".", "..") and "\0" not in data_name and os.path.basename(data_name) == data_name \
-            and not os.path.splitdrive(data_name)[0]:
-        candidate = root / data_name
-        try:
-            if not stat.S_ISLNK(os.lstat(candidate).st_mode):
-                return candidate
-        except FileNotFoundError:
-            return candidate  # what resolve() gives for a missing file
-        except OSError:
-            pass  # the general walk below reports it as before
+    plain = _plain_file(str(root), data_name)
+    if plain is not None:
+        return Path(plain)
     try:
         candidate = (tensor_dir / data_name).resolve()
     except (OSError, RuntimeError) as exc:  # a link loop, an unreadable directory
@@ -64,13 +57,43 @@ def resolve_tensor_file(tensor_dir: Path, data_name: str, root: Path | None = No
     return candidate
 
 
-def _resolved(directory: Path) -> Path | None:
-    """``directory.resolve()``, or ``None`` when it cannot be resolved (each file then
-    reports the problem)."""
-    try:
-        return directory.resolve()
-    except (OSError, RuntimeError):
+def _plain_file(root: str, data_name: str) -> str | None:
+    """``root/data_name`` when ``data_name`` is a plain file name that is not a link there
+    (or nothing is there yet), found with one ``lstat``; ``None`` when the name needs the
+    full walk of :func:`resolve_tensor_file`."""
+    if data_name in ("", ".", "..") or "\0" in data_name or os.path.basename(data_name) != data_name \
+            or os.path.splitdrive(data_name)[0]:
         return None
+    candidate = os.path.join(root, data_name)
+    try:
+        if not stat.S_ISLNK(os.lstat(candidate).st_mode):
+            return candidate
+    except FileNotFoundError:
+        return candidate  # what resolve() gives for a missing file
+    except OSError:
+        pass  # the general walk reports it
+    return None
+
+
+class _Side:
+    """One dump's tensor directory, resolved once (``root`` is ``None`` when it cannot be:
+    every file then reports the problem)."""
+
+    def __init__(self, tensor_dir: Path) -> None:
+        self.tensor_dir = tensor_dir
+        try:
+            self.root: Path | None = tensor_dir.resolve()
+        except (OSError, RuntimeError):
+            self.root = None
+        self.root_text = None if self.root is None else str(self.root)
+
+    def file(self, data_name: str) -> str:
+        """The path of the tensor file ``data_name`` (see :func:`resolve_tensor_file`)."""
+        if self.root_text is not None:
+            plain = _plain_file(self.root_text, data_name)
+            if plain is not None:
+                return plain
+        return str(resolve_tensor_file(self.tensor_dir, data_name, self.root))
 
 
 _DIM = re.compile(r"\d+")
@@ -171,9 +194,8 @@ class TensorMode:
             cols.append(common.STACK_COLUMN)
         return cols + ["Data_name", ACCURACY_COLUMN]
 
-    def _task(self, pair: Pair, ctx: ModeContext, roots: tuple[Path | None, Path | None]) -> tuple[Any, ...] | str:
-        """Files to compare, or the reason the pair cannot be compared (``roots``: both
-        tensor directories, resolved when they could be)."""
+    def _task(self, pair: Pair, sides: tuple[_Side, _Side]) -> tuple[Any, ...] | str:
+        """Files to compare, or the reason the pair cannot be compared."""
         t, g = pair.target, pair.golden
         if g is None:
             return common.MSG_UNMATCHED
@@ -182,23 +204,22 @@ class TensorMode:
         if g.data_name == "-1":
             return MSG_NO_BENCH_FILE
         try:
-            npu = resolve_tensor_file(ctx.target.info.tensor_dir, t.data_name, roots[0])
-            bench = resolve_tensor_file(ctx.golden.info.tensor_dir, g.data_name, roots[1])
+            npu = sides[0].file(t.data_name)
+            bench = sides[1].file(g.data_name)
         except InputError as exc:
             return str(exc)
-        return (str(npu), str(bench), declared_bytes(str(t.dtype), str(t.shape)),
-                declared_bytes(str(g.dtype), str(g.shape)))
+        return (npu, bench, declared_bytes(str(t.dtype), str(t.shape)), declared_bytes(str(g.dtype), str(g.shape)))
 
     def compute(self, pairs: Sequence[Pair], ctx: ModeContext) -> list[RowResult]:
         width = 6 + len(ctx.extra_metrics)
         results: list[RowResult] = []
         slots: list[int] = []
-        roots = (_resolved(ctx.target.info.tensor_dir), _resolved(ctx.golden.info.tensor_dir))
+        sides = (_Side(ctx.target.info.tensor_dir), _Side(ctx.golden.info.tensor_dir))
 
         def tasks() -> Iterator[tuple[Any, ...]]:
             """Each pair's task, made as the workers ask for work (its record beside it)."""
             for index, pair in enumerate(pairs):
-                task = self._task(pair, ctx, roots)
+                task = self._task(pair, sides)
                 if isinstance(task, str):
                     record = RowResult(pair, (UNSUPPORTED,) * width)
                     if task != common.MSG_UNMATCHED:
