@@ -165,6 +165,41 @@ def test_relative_errors_equal_the_where_formula(left: str, right: str, size: in
     assert np.array_equal(n, n_before) and np.array_equal(b, b_before)  # the inputs are left alone
 
 
+@SETTINGS
+@given(st.sampled_from(["bool", "int8", "uint8", "int32", "int64", "uint64"]), st.integers(1, 20000),
+       st.integers(0, 2**32 - 1), st.sampled_from([1, 100, 10**6, 2**40, 2**62]), st.sampled_from([0.0, 0.01, 0.5]))
+def test_integer_path_equals_the_general_path(dtype: str, size: int, seed: int, top: int, zeros: float) -> None:
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        n, b = rng.random(size) < 0.5, rng.random(size) < 0.5
+    else:
+        info = np.iinfo(dtype)
+        low, high = max(info.min, -top), min(info.max, top)
+        n = rng.integers(low, high, size, dtype=dtype, endpoint=True)
+        b = rng.integers(low, high, size, dtype=dtype, endpoint=True)
+        b[rng.random(size) < zeros] = 0
+        if seed % 3 == 0:
+            b[: size // 2] = n[: size // 2]  # equal halves: zero errors, exact cosines
+    got_messages: list[str] = []
+    want_messages: list[str] = []
+    with np.errstate(all="ignore"):
+        got = tm._compare_integers(n, b, got_messages)
+        want = tm._compare_general(n, b, want_messages)
+    assert _same(got, want) and got_messages == want_messages
+    assert _same(tm.compare_arrays(n, b)[0], want)
+
+
+@pytest.mark.parametrize("n, b", [([0, 0, 0], [0, 0, 0]), ([0, 0, 0], [1, 2, 3]), ([1, 2, 3], [0, 0, 0]),
+                                  ([5], [7]), ([2**62, -(2**62), 3], [2**62, 0, -3])])
+def test_integer_path_edges_equal_the_general_path(n: list[int], b: list[int]) -> None:
+    left, right = np.array(n, dtype=np.int64), np.array(b, dtype=np.int64)
+    got_messages: list[str] = []
+    want_messages: list[str] = []
+    with np.errstate(all="ignore"):
+        assert _same(tm._compare_integers(left, right, got_messages), tm._compare_general(left, right, want_messages))
+    assert got_messages == want_messages
+
+
 def test_large_integers_keep_blas_sums() -> None:
     n = np.array([2**40, 3, 2**41], dtype=np.int64)
     n64 = n.astype(np.float64)

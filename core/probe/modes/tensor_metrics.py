@@ -103,12 +103,20 @@ def compare_arrays(n: np.ndarray, b: np.ndarray) -> tuple[tuple[Any, ...], list[
         fast = _compare_float32(n.reshape(-1), b.reshape(-1), messages)
         if fast is not None:
             return fast, messages
+    elif n.dtype == b.dtype and n.dtype.kind in "biu":
+        return _compare_integers(n.reshape(-1), b.reshape(-1), messages), messages
+    return _compare_general(n, b, messages), messages
+
+
+def _compare_general(n: np.ndarray, b: np.ndarray, messages: list[str]) -> tuple[Any, ...]:
+    """The six metrics of any two arrays of one shape (NaN and inf masked where both have them)."""
     if n.dtype.kind in "fc" or b.dtype.kind in "fc":
         nan_n, nan_b = np.isnan(n), np.isnan(b)
         inf_n, inf_b = np.isinf(n), np.isinf(b)
         if nan_n.any() or nan_b.any() or inf_n.any() or inf_b.any():
             if not (np.array_equal(nan_n, nan_b) and np.array_equal(inf_n, inf_b)):
-                return (NA,) * 6, [MSG_NAN_POS]
+                messages[:] = [MSG_NAN_POS]
+                return (NA,) * 6
             bad = nan_n | inf_n
             n = np.where(bad, 0, n)
             b = np.where(bad, 0, b)
@@ -125,7 +133,35 @@ def compare_arrays(n: np.ndarray, b: np.ndarray) -> tuple[tuple[Any, ...], list[
     max_rel = _round(float(rel.max()))
     one = _round(float(np.count_nonzero(rel < 0.001)) / rel.size)
     five = _round(float(np.count_nonzero(rel < 0.005)) / rel.size)
-    return (cos, euc, max_abs, max_rel, one, five), messages
+    return (cos, euc, max_abs, max_rel, one, five)
+
+
+def _compare_integers(n: np.ndarray, b: np.ndarray, messages: list[str]) -> tuple[Any, ...]:
+    """:func:`_compare_general` of two flat integer or bool arrays of one dtype, in the
+    buffers kept between pairs (fresh float64 copies of every step cost more in page
+    faults than the arithmetic). Every operation is the general path's, in its order."""
+    size = n.size
+    n64, b64, _, mask = _BUFFERS.take(size)
+    np.copyto(n64, n)
+    np.copyto(b64, b)
+    dot = _dot if _exact_sums(n, b, n64, b64) else np.dot
+    cos = cosine(n64, b64, messages, dot)
+    diff = np.subtract(n64, b64, out=n64)
+    euc = sqrt(dot(diff, diff))
+    max_abs = _round(np.abs(diff, out=diff).max())
+    rel = n64  # relative_errors(n, b): both sides as float64, eps where b is zero
+    np.copyto(rel, n)
+    if np.equal(b64, 0, out=mask).any():  # + eps where b is zero, + 0.0 (no change) elsewhere:
+        eps = np.multiply(mask, EPS64, out=_BUFFERS.take_third(size))  # an integer is never -0.0
+        np.add(rel, eps, out=rel)
+        np.add(b64, eps, out=b64)
+    np.subtract(rel, b64, out=rel)
+    np.divide(rel, b64, out=rel)
+    np.abs(rel, out=rel)
+    max_rel = _round(rel.max())
+    one = _round(np.count_nonzero(np.less(rel, 0.001, out=mask)) / size)
+    five = _round(np.count_nonzero(np.less(rel, 0.005, out=mask)) / size)
+    return (cos, euc, max_abs, max_rel, one, five)
 
 
 _FAST_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
@@ -135,7 +171,8 @@ bytes per element, so at most ~21 MB per thread); larger ones get fresh arrays."
 
 
 class _Buffers(threading.local):
-    """Scratch arrays of the float32 path, kept per thread and reused from pair to pair.
+    """Scratch arrays of the float32 and integer paths, kept per thread and reused from pair
+    to pair.
 
     Allocating and freeing fresh arrays for every pair costs more than the arithmetic: the
     allocator hands the pages back to the system and every new array faults them in again.
@@ -146,6 +183,7 @@ class _Buffers(threading.local):
         self.wide = (np.empty(0), np.empty(0))
         self.rel = np.empty(0, dtype=np.float32)
         self.mask = np.empty(0, dtype=bool)
+        self.third = np.empty(0)
 
     def take(self, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Two float64 arrays, a float32 and a bool array of ``size`` elements."""
@@ -157,6 +195,15 @@ class _Buffers(threading.local):
             self.rel = np.empty(self.size, dtype=np.float32)
             self.mask = np.empty(self.size, dtype=bool)
         return self.wide[0][:size], self.wide[1][:size], self.rel[:size], self.mask[:size]
+
+    def take_third(self, size: int) -> np.ndarray:
+        """A third float64 array of ``size`` elements (made on first use: only integer
+        tensors with zeros need it)."""
+        if size > REUSE_ELEMENTS:
+            return np.empty(size)
+        if size > self.third.size:
+            self.third = np.empty(max(size, self.size))
+        return self.third[:size]
 
 
 _BUFFERS = _Buffers()
