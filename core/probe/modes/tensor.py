@@ -302,6 +302,20 @@ class TensorMode:
         for r in group:
             r.extra[ACCURACY_COLUMN] = accuracy_reached(r)
 
+    def render_columns(self, records: Sequence[RowResult], with_stack: bool) -> list[list[Any]]:
+        """The report as columns: what :meth:`render` gives row by row (every record of a
+        tensor compare has the same number of metrics)."""
+        from probe.modes.stat_columns import stat_display_columns  # numpy
+
+        columns = common.common_columns(records)
+        columns.extend(map(list, zip(*[r.metrics for r in records])))
+        columns.extend(common.stat_columns(records, stat_display_columns))
+        columns.extend(common.tail_columns(records, with_stack))
+        columns.append([str([r.pair.target.data_name, NA if r.pair.golden is None else r.pair.golden.data_name])
+                        for r in records])
+        columns.append([r.extra.get(ACCURACY_COLUMN, "") for r in records])
+        return columns
+
     def render(self, row: RowResult, with_stack: bool) -> list[Any]:
         cells = common.render_cells(row, with_stack)
         t, g = row.pair.target, row.pair.golden
