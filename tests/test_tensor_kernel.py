@@ -306,3 +306,15 @@ def test_zeros_in_the_bench_tensor_take_the_eps_rule(dtype: Any) -> None:
     assert _same(tm._compare_float32(n, b, []), _reference_float32(n, b, []))
     big = np.tile(n, 5000)
     assert _same(tm._compare_float32(big, np.tile(b, 5000), []), _reference_float32(big, np.tile(b, 5000), []))
+
+
+@pytest.mark.parametrize("count, expected, workers", [(2004, 2004, 2), (100, 2004, 2), (300, 128, 2), (0, 50, 4), (7, 7, 1)])
+def test_task_chunks_keep_order_and_shrink_at_the_end(count: int, expected: int, workers: int) -> None:
+    from probe.modes.tensor import CHUNK, MIN_CHUNK, _chunks
+
+    chunks = list(_chunks(iter(range(count)), expected, workers))
+    assert [x for chunk in chunks for x in chunk] == list(range(count))
+    assert all(1 <= len(chunk) <= CHUNK for chunk in chunks)
+    assert all(len(chunk) >= MIN_CHUNK for chunk in chunks[:-1])
+    sizes = [len(chunk) for chunk in chunks[:-1]]
+    assert sizes == sorted(sizes, reverse=True)  # large chunks first, small ones last

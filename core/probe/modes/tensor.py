@@ -29,10 +29,12 @@ MSG_COSINE = "warning: The input/parameters of Cosine > 0.9, and input/parameter
 ACCURACY_COLUMN = "Accuracy Reached or Not"
 COSINE, MAX_ABS, ONE_K = 0, 2, 4
 CHUNK = 64
+"""Most tensor pairs sent to a worker process at once (fewer near the end, see :func:`_chunks`)."""
+MIN_CHUNK = 8
 PROGRESS_STEP = 16
+"""Tensor pairs between two progress-bar updates."""
 CLUSTER_CHUNK = 512
 """Most tensor pairs in one row range sent to a dask worker."""
-"""Tensor pairs between two progress-bar updates."""
 
 
 def resolve_tensor_file(tensor_dir: Path, data_name: str, root: Path | None = None) -> Path:
@@ -173,9 +175,16 @@ def _comparable(pair: Pair) -> bool:
     return pair.golden is not None and pair.target.data_name != "-1" and pair.golden.data_name != "-1"
 
 
-def _chunks(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
-    """``items`` in lists of ``size`` (the last one shorter), taken as they come."""
-    while chunk := list(itertools.islice(items, size)):
+def _chunks(items: Iterator[Any], expected: int, workers: int) -> Iterator[list[Any]]:
+    """``items`` in lists taken as they come: :data:`CHUNK` at a time while plenty remain,
+    then smaller ones (down to :data:`MIN_CHUNK`), so that the workers finish together."""
+    remaining = expected
+    while True:
+        size = max(MIN_CHUNK, min(CHUNK, remaining // (2 * workers)))
+        chunk = list(itertools.islice(items, size))
+        if not chunk:
+            return
+        remaining -= len(chunk)
         yield chunk
 
 
@@ -270,7 +279,7 @@ class TensorMode:
                 ctx.progress(pending)
             return out
         out = []
-        for chunk_result in runtime.parallel_map(_compute_chunk, _chunks(tasks, CHUNK), loaders, extra,
+        for chunk_result in runtime.parallel_map(_compute_chunk, _chunks(tasks, expected, ctx.jobs), loaders, extra,
                                                  workers=ctx.jobs):
             out.extend(chunk_result)
             if ctx.progress:
