@@ -115,6 +115,19 @@ def _double(chunk: list[int], factor: int) -> list[int]:
     return [x * factor for x in chunk]
 
 
+def _fail_on_three(chunk: list[int]) -> list[int]:
+    if 3 in chunk:
+        raise ValueError("three")
+    return chunk
+
+
+def test_runtime_parallel_map_raises_a_worker_error() -> None:
+    with pytest.raises(ValueError, match="three"):
+        list(runtime.parallel_map(_fail_on_three, [[1], [2], [3], [4]], workers=2))
+    with pytest.raises(ValueError, match="three"):
+        list(runtime.parallel_map(_fail_on_three, iter([[1], [3], [5]]), workers=2))
+
+
 def test_runtime_keeps_order_serial_and_in_processes() -> None:
     chunks = [[1, 2], [3], [4, 5, 6]]
     assert list(runtime.parallel_map(_double, chunks, 2, workers=1)) == [[2, 4], [6], [8, 10, 12]]

@@ -281,5 +281,10 @@ def parallel_map(func: Callable[..., list[Any]], chunks: Iterable[Any], *args: A
         return
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=workers) as pool:  # map submits each chunk as it is made
+    pool = ProcessPoolExecutor(max_workers=workers)
+    try:  # map submits each chunk as it is made
         yield from pool.map(func, chunks, *[itertools.repeat(a) for a in args])
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=False)  # every result is in: the idle workers exit while the caller goes on
