@@ -318,3 +318,11 @@ def test_task_chunks_keep_order_and_shrink_at_the_end(count: int, expected: int,
     assert all(len(chunk) >= MIN_CHUNK for chunk in chunks[:-1])
     sizes = [len(chunk) for chunk in chunks[:-1]]
     assert sizes == sorted(sizes, reverse=True)  # large chunks first, small ones last
+
+
+@SETTINGS
+@given(st.text(alphabet="/.ab\\ -", max_size=14))
+def test_task_paths_equal_their_plain_parse(text: str) -> None:
+    from probe.modes.tensor import _path
+
+    assert _path(text) == Path(text) and str(_path(text)) == str(Path(text))

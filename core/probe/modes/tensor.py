@@ -144,13 +144,27 @@ def load_tensor(path: Path, loaders: Any, max_bytes: int | None = None) -> np.nd
     return np.squeeze(np.asarray(array))
 
 
+def _path(text: str) -> Path:
+    """``Path(text)``, the directory's part parsed once per process (thousands of tensor
+    files share a directory; parsing the whole path each time costs more than the join)."""
+    head, sep, tail = text.rpartition(os.sep)
+    if not head or text.startswith("//") or tail in ("", ".", ".."):
+        return Path(text)  # no directory, or a root whose spelling the join would change
+    return _directory(head) / tail
+
+
+@functools.lru_cache(maxsize=64)
+def _directory(text: str) -> Path:
+    return Path(text)
+
+
 def _compute_one(task: tuple[str | None, str | None], loaders: Any, extra: Sequence[Any]) -> tuple[tuple, list[str], str | None]:
     """Metrics for one (npu file, bench file) task; a third element names an input problem."""
     npu_file, bench_file, *bounds = task
     npu_bytes, bench_bytes = bounds if bounds else (None, None)
     try:
-        n = load_tensor(Path(npu_file), loaders, npu_bytes)
-        b = load_tensor(Path(bench_file), loaders, bench_bytes)
+        n = load_tensor(_path(npu_file), loaders, npu_bytes)
+        b = load_tensor(_path(bench_file), loaders, bench_bytes)
     except InputError as exc:
         return (UNSUPPORTED,) * (6 + len(extra)), [str(exc)], str(exc)
     metrics, messages = compare_arrays(n, b)
