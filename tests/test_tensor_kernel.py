@@ -118,18 +118,21 @@ def _general_with_blas(n: np.ndarray, b: np.ndarray) -> tuple[Any, ...]:
         tm._exact_sums = monkey
 
 
+def _integer_pair(dtype: str, size: int, rng: np.random.Generator, top: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two random ``dtype`` arrays of ``size`` values within ``[-top, top]``."""
+    if dtype == "bool":
+        return rng.random(size) < 0.5, rng.random(size) < 0.5
+    info = np.iinfo(dtype)
+    low, high = max(info.min, -top), min(info.max, top)
+    return (rng.integers(low, high, size, dtype=dtype, endpoint=True),
+            rng.integers(low, high, size, dtype=dtype, endpoint=True))
+
+
 @SETTINGS
 @given(st.sampled_from(["bool", "int8", "int32", "int64", "uint8"]), st.integers(2, 30000),
        st.integers(0, 2**32 - 1), st.sampled_from([1, 100, 10**6, 2**40]))
 def test_integer_tensors_use_exact_sums(dtype: str, size: int, seed: int, top: int) -> None:
-    rng = np.random.default_rng(seed)
-    if dtype == "bool":
-        n, b = rng.random(size) < 0.5, rng.random(size) < 0.5
-    else:
-        info = np.iinfo(dtype)
-        low, high = max(info.min, -top), min(info.max, top)
-        n = rng.integers(low, high, size, dtype=dtype, endpoint=True)
-        b = rng.integers(low, high, size, dtype=dtype, endpoint=True)
+    n, b = _integer_pair(dtype, size, np.random.default_rng(seed), top)
     got = tm.compare_arrays(n, b)
     want = _general_with_blas(n, b)
     assert got[1] == want[1] and _same(got[0], want[0])
@@ -170,13 +173,8 @@ def test_relative_errors_equal_the_where_formula(left: str, right: str, size: in
        st.integers(0, 2**32 - 1), st.sampled_from([1, 100, 10**6, 2**40, 2**62]), st.sampled_from([0.0, 0.01, 0.5]))
 def test_integer_path_equals_the_general_path(dtype: str, size: int, seed: int, top: int, zeros: float) -> None:
     rng = np.random.default_rng(seed)
-    if dtype == "bool":
-        n, b = rng.random(size) < 0.5, rng.random(size) < 0.5
-    else:
-        info = np.iinfo(dtype)
-        low, high = max(info.min, -top), min(info.max, top)
-        n = rng.integers(low, high, size, dtype=dtype, endpoint=True)
-        b = rng.integers(low, high, size, dtype=dtype, endpoint=True)
+    n, b = _integer_pair(dtype, size, rng, top)
+    if dtype != "bool":
         b[rng.random(size) < zeros] = 0
         if seed % 3 == 0:
             b[: size // 2] = n[: size // 2]  # equal halves: zero errors, exact cosines
