@@ -18,6 +18,7 @@ import probe.runtime as runtime
 from probe.errors import InputError
 from probe.model import ERROR, NA, WARNING, FlatDump, ModeContext, Pair
 from probe.modes import common
+from probe.modes.stat_columns import stat_display_columns
 from probe.modes.statistics import judge_group
 from probe.modes.tensor_metrics import METRIC_NAMES, SHAPE_UNMATCHED, UNSUPPORTED, compare_arrays
 from probe.result import RowResult
@@ -328,8 +329,6 @@ class TensorMode:
     def render_columns(self, records: Sequence[RowResult], with_stack: bool) -> list[list[Any]]:
         """The report as columns: what :meth:`render` gives row by row (every record of a
         tensor compare has the same number of metrics)."""
-        from probe.modes.stat_columns import stat_display_columns  # numpy
-
         columns = common.common_columns(records)
         columns.extend(map(list, zip(*[r.metrics for r in records])))
         columns.extend(common.stat_columns(records, stat_display_columns))
