@@ -167,7 +167,8 @@ def _compare_integers(n: np.ndarray, b: np.ndarray, messages: list[str]) -> tupl
 _FAST_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
 REUSE_ELEMENTS = 1 << 20
 """Tensors up to this many elements are measured in buffers kept between pairs (about 21
-bytes per element, so at most ~21 MB per thread); larger ones get fresh arrays."""
+bytes per element, 29 once an integer tensor with zeros has been met: at most ~29 MB per
+thread); larger ones get fresh arrays."""
 
 
 class _Buffers(threading.local):
