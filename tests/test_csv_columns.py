@@ -109,7 +109,9 @@ def test_stat_display_columns_equal_display_stat(rows) -> None:
 
 
 @pytest.mark.parametrize("case, mode", [("stat_mix_tfm", "statistics"), ("nan_inf_cnn", "statistics"),
-                                        ("md5_mix_tfm", "md5"), ("fuzzy_match_tfm", "statistics")])
+                                        ("md5_mix_tfm", "md5"), ("fuzzy_match_tfm", "statistics"),
+                                        ("tensor_mix_tfm", "tensor"), ("tensor_mix_cnn", "tensor"),
+                                        ("fuzzy_match_tensor_tfm", "tensor")])
 def test_render_columns_equal_render(case: str, mode: str) -> None:
     root = DATA / case
     target = next(root.glob("target/**/dump.json"))

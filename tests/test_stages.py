@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -114,10 +115,34 @@ def _double(chunk: list[int], factor: int) -> list[int]:
     return [x * factor for x in chunk]
 
 
+def _fail_on_three(chunk: list[int]) -> list[int]:
+    if 3 in chunk:
+        raise ValueError("three")
+    return chunk
+
+
+def test_runtime_parallel_map_raises_a_worker_error() -> None:
+    with pytest.raises(ValueError, match="three"):
+        list(runtime.parallel_map(_fail_on_three, [[1], [2], [3], [4]], workers=2))
+    with pytest.raises(ValueError, match="three"):
+        list(runtime.parallel_map(_fail_on_three, iter([[1], [3], [5]]), workers=2))
+
+
 def test_runtime_keeps_order_serial_and_in_processes() -> None:
     chunks = [[1, 2], [3], [4, 5, 6]]
     assert list(runtime.parallel_map(_double, chunks, 2, workers=1)) == [[2, 4], [6], [8, 10, 12]]
     assert list(runtime.parallel_map(_double, chunks, 3, workers=2)) == [[3, 6], [9], [12, 15, 18]]
+    made: list[int] = []
+
+    def lazily() -> Any:  # an iterator: chunks made while the workers already run
+        for chunk in chunks:
+            made.append(len(chunk))
+            yield chunk
+
+    assert list(runtime.parallel_map(_double, lazily(), 4, workers=2)) == [[4, 8], [12], [16, 20, 24]]
+    assert made == [2, 1, 3]
+    assert list(runtime.parallel_map(_double, iter(chunks), 1, workers=1)) == chunks
+    assert list(runtime.parallel_map(_double, iter([]), 1, workers=2)) == []
     assert list(runtime.run_each(_double, chunks, 10, workers=2)) == [[10, 20], [30], [40, 50, 60]]
     local = list(runtime.run_each(_double, chunks, 1, local=lambda chunk: ["here"]))
     assert local == [["here"]] * 3

@@ -15,7 +15,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from probe.errors import InputError  # noqa: E402
 from probe.modes import tensor_metrics as tm  # noqa: E402
-from probe.modes.tensor import resolve_tensor_file  # noqa: E402
+from probe.modes.tensor import _Side, resolve_tensor_file  # noqa: E402
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -118,21 +118,84 @@ def _general_with_blas(n: np.ndarray, b: np.ndarray) -> tuple[Any, ...]:
         tm._exact_sums = monkey
 
 
+def _integer_pair(dtype: str, size: int, rng: np.random.Generator, top: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two random ``dtype`` arrays of ``size`` values within ``[-top, top]``."""
+    if dtype == "bool":
+        return rng.random(size) < 0.5, rng.random(size) < 0.5
+    info = np.iinfo(dtype)
+    low, high = max(info.min, -top), min(info.max, top)
+    return (rng.integers(low, high, size, dtype=dtype, endpoint=True),
+            rng.integers(low, high, size, dtype=dtype, endpoint=True))
+
+
 @SETTINGS
 @given(st.sampled_from(["bool", "int8", "int32", "int64", "uint8"]), st.integers(2, 30000),
        st.integers(0, 2**32 - 1), st.sampled_from([1, 100, 10**6, 2**40]))
 def test_integer_tensors_use_exact_sums(dtype: str, size: int, seed: int, top: int) -> None:
-    rng = np.random.default_rng(seed)
-    if dtype == "bool":
-        n, b = rng.random(size) < 0.5, rng.random(size) < 0.5
-    else:
-        info = np.iinfo(dtype)
-        low, high = max(info.min, -top), min(info.max, top)
-        n = rng.integers(low, high, size, dtype=dtype, endpoint=True)
-        b = rng.integers(low, high, size, dtype=dtype, endpoint=True)
+    n, b = _integer_pair(dtype, size, np.random.default_rng(seed), top)
     got = tm.compare_arrays(n, b)
     want = _general_with_blas(n, b)
     assert got[1] == want[1] and _same(got[0], want[0])
+
+
+def _relative_errors_by_where(n: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``relative_errors`` as first written (fresh arrays from ``np.where`` at every step)."""
+    if not (np.issubdtype(n.dtype, np.floating) and np.issubdtype(b.dtype, np.floating)):
+        n = n.astype(np.float64) if not np.issubdtype(n.dtype, np.floating) else n
+        b = b.astype(np.float64) if not np.issubdtype(b.dtype, np.floating) else b
+    dtype = np.result_type(n, b, np.float32)
+    n, b = n.astype(dtype, copy=False), b.astype(dtype, copy=False)
+    zero = b == 0
+    if zero.any():
+        eps = np.finfo(dtype).eps
+        n, b = np.where(zero, n + eps, n), np.where(zero, b + eps, b)
+    return np.abs((n - b) / b)
+
+
+@SETTINGS
+@given(st.sampled_from(["int64", "int8", "bool", "float16", "float32", "float64"]),
+       st.sampled_from(["int64", "float32", "float64"]), st.integers(1, 3000), st.integers(0, 2**32 - 1),
+       st.sampled_from([0.0, 0.1, 0.5]))
+def test_relative_errors_equal_the_where_formula(left: str, right: str, size: int, seed: int, zeros: float) -> None:
+    rng = np.random.default_rng(seed)
+    n = (rng.standard_normal(size) * 100).astype(left)
+    b = (rng.standard_normal(size) * 100).astype(right)
+    b[rng.random(size) < zeros] = 0
+    n_before, b_before = n.copy(), b.copy()
+    with np.errstate(all="ignore"):
+        got, want = tm.relative_errors(n, b), _relative_errors_by_where(n, b)
+    assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True)
+    assert np.array_equal(n, n_before) and np.array_equal(b, b_before)  # the inputs are left alone
+
+
+@SETTINGS
+@given(st.sampled_from(["bool", "int8", "uint8", "int32", "int64", "uint64"]), st.integers(1, 20000),
+       st.integers(0, 2**32 - 1), st.sampled_from([1, 100, 10**6, 2**40, 2**62]), st.sampled_from([0.0, 0.01, 0.5]))
+def test_integer_path_equals_the_general_path(dtype: str, size: int, seed: int, top: int, zeros: float) -> None:
+    rng = np.random.default_rng(seed)
+    n, b = _integer_pair(dtype, size, rng, top)
+    if dtype != "bool":
+        b[rng.random(size) < zeros] = 0
+        if seed % 3 == 0:
+            b[: size // 2] = n[: size // 2]  # equal halves: zero errors, exact cosines
+    got_messages: list[str] = []
+    want_messages: list[str] = []
+    with np.errstate(all="ignore"):
+        got = tm._compare_integers(n, b, got_messages)
+        want = tm._compare_general(n, b, want_messages)
+    assert _same(got, want) and got_messages == want_messages
+    assert _same(tm.compare_arrays(n, b)[0], want)
+
+
+@pytest.mark.parametrize("n, b", [([0, 0, 0], [0, 0, 0]), ([0, 0, 0], [1, 2, 3]), ([1, 2, 3], [0, 0, 0]),
+                                  ([5], [7]), ([2**62, -(2**62), 3], [2**62, 0, -3])])
+def test_integer_path_edges_equal_the_general_path(n: list[int], b: list[int]) -> None:
+    left, right = np.array(n, dtype=np.int64), np.array(b, dtype=np.int64)
+    got_messages: list[str] = []
+    want_messages: list[str] = []
+    with np.errstate(all="ignore"):
+        assert _same(tm._compare_integers(left, right, got_messages), tm._compare_general(left, right, want_messages))
+    assert got_messages == want_messages
 
 
 def test_large_integers_keep_blas_sums() -> None:
@@ -181,6 +244,7 @@ def test_plain_names_resolve_as_before(tmp_path: Path, name: str) -> None:
         want = _outcome(_resolve_by_walk, directory, name)
         assert _outcome(resolve_tensor_file, directory, name) == want
         assert _outcome(resolve_tensor_file, directory, name, directory.resolve()) == want
+        assert _outcome(_Side(directory).file, name) == want  # the tensor mode's own path strings
 
 
 def _zip_members(data: bytes) -> dict[str, tuple[int, int, int]] | None:
@@ -240,3 +304,23 @@ def test_zeros_in_the_bench_tensor_take_the_eps_rule(dtype: Any) -> None:
     assert _same(tm._compare_float32(n, b, []), _reference_float32(n, b, []))
     big = np.tile(n, 5000)
     assert _same(tm._compare_float32(big, np.tile(b, 5000), []), _reference_float32(big, np.tile(b, 5000), []))
+
+
+@pytest.mark.parametrize("count, expected, workers", [(2004, 2004, 2), (100, 2004, 2), (300, 128, 2), (0, 50, 4), (7, 7, 1)])
+def test_task_chunks_keep_order_and_shrink_at_the_end(count: int, expected: int, workers: int) -> None:
+    from probe.modes.tensor import CHUNK, MIN_CHUNK, _chunks
+
+    chunks = list(_chunks(iter(range(count)), expected, workers))
+    assert [x for chunk in chunks for x in chunk] == list(range(count))
+    assert all(1 <= len(chunk) <= CHUNK for chunk in chunks)
+    assert all(len(chunk) >= MIN_CHUNK for chunk in chunks[:-1])
+    sizes = [len(chunk) for chunk in chunks[:-1]]
+    assert sizes == sorted(sizes, reverse=True)  # large chunks first, small ones last
+
+
+@SETTINGS
+@given(st.text(alphabet="/.ab\\ -", max_size=14))
+def test_task_paths_equal_their_plain_parse(text: str) -> None:
+    from probe.modes.tensor import _path
+
+    assert _path(text) == Path(text) and str(_path(text)) == str(Path(text))

@@ -28,10 +28,11 @@ simply runs in the calling process when its result is asked for.
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import pickle
 import signal
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -254,27 +255,36 @@ def _dask_client(workers: int, address: str | None) -> Iterator[Any]:
             cluster.close()
 
 
-def parallel_map(func: Callable[..., list[Any]], chunks: Sequence[Any], *args: Any, workers: int = 1,
+def parallel_map(func: Callable[..., list[Any]], chunks: Iterable[Any], *args: Any, workers: int = 1,
                  executor: str = "process", address: str | None = None) -> Iterator[list[Any]]:
     """Yield ``func(chunk, *args)`` for every chunk, in order, over up to ``workers`` processes.
 
     ``func`` and ``args`` must pickle (module-level functions, plain data); chunks run in
-    this process when ``workers`` is 1 or there is a single chunk. With ``executor="dask"``
+    this process when ``workers`` is 1 or there is a single chunk. ``chunks`` may be an
+    iterator: each chunk then goes to a worker as soon as it is made, so the workers start
+    while later chunks are still being prepared. With ``executor="dask"``
     the chunks (e.g. row ranges of one huge rank) run on a dask cluster (``address``, else
     ``DASK_SCHEDULER_ADDRESS``, else a local cluster of ``workers`` processes); results
     still come back in chunk order, so the report equals a serial run's.
     """
-    if executor == "dask" and chunks:
-        with _dask_client(workers, address) as client:
-            futures = [client.submit(func, chunk, *args, pure=False) for chunk in chunks]
-            for future in futures:
-                yield future.result()
-        return
-    if workers <= 1 or len(chunks) < 2:
+    if executor == "dask":
+        chunks = chunks if isinstance(chunks, Sequence) else list(chunks)
+        if chunks:
+            with _dask_client(workers, address) as client:
+                futures = [client.submit(func, chunk, *args, pure=False) for chunk in chunks]
+                for future in futures:
+                    yield future.result()
+            return
+    if workers <= 1 or (isinstance(chunks, Sequence) and len(chunks) < 2):
         for chunk in chunks:
             yield func(chunk, *args)
         return
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        yield from pool.map(func, chunks, *[[a] * len(chunks) for a in args])
+    pool = ProcessPoolExecutor(max_workers=workers)
+    try:  # map submits each chunk as it is made
+        yield from pool.map(func, chunks, *[itertools.repeat(a) for a in args])
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=False)  # every result is in: the idle workers exit while the caller goes on

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import os
 import re
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import probe.runtime as runtime
 from probe.errors import InputError
 from probe.model import ERROR, NA, WARNING, FlatDump, ModeContext, Pair
 from probe.modes import common
+from probe.modes.stat_columns import stat_display_columns
 from probe.modes.statistics import judge_group
 from probe.modes.tensor_metrics import METRIC_NAMES, SHAPE_UNMATCHED, UNSUPPORTED, compare_arrays
 from probe.result import RowResult
@@ -28,10 +30,12 @@ MSG_COSINE = "warning: The input/parameters of Cosine > 0.9, and input/parameter
 ACCURACY_COLUMN = "Accuracy Reached or Not"
 COSINE, MAX_ABS, ONE_K = 0, 2, 4
 CHUNK = 64
+"""Most tensor pairs sent to a worker process at once (fewer near the end, see :func:`_chunks`)."""
+MIN_CHUNK = 8
 PROGRESS_STEP = 16
+"""Tensor pairs between two progress-bar updates."""
 CLUSTER_CHUNK = 512
 """Most tensor pairs in one row range sent to a dask worker."""
-"""Tensor pairs between two progress-bar updates."""
 
 
 def resolve_tensor_file(tensor_dir: Path, data_name: str, root: Path | None = None) -> Path:
@@ -44,16 +48,9 @@ def resolve_tensor_file(tensor_dir: Path, data_name: str, root: Path | None = No
         root = root or tensor_dir.resolve()
     except (OSError, RuntimeError) as exc:  # a link loop, an unreadable directory
         raise InputError(f"the tensor directory cannot be resolved ({exc})", tensor_dir) from None
-    if data_name not in ("", ".", "..") and "\0" not in data_name and os.path.basename(data_name) == data_name \
-            and not os.path.splitdrive(data_name)[0]:
-        candidate = root / data_name
-        try:
-            if not stat.S_ISLNK(os.lstat(candidate).st_mode):
-                return candidate
-        except FileNotFoundError:
-            return candidate  # what resolve() gives for a missing file
-        except OSError:
-            pass  # the general walk below reports it as before
+    plain = _plain_file(str(root), data_name)
+    if plain is not None:
+        return Path(plain)
     try:
         candidate = (tensor_dir / data_name).resolve()
     except (OSError, RuntimeError) as exc:  # a link loop, an unreadable directory
@@ -63,13 +60,43 @@ def resolve_tensor_file(tensor_dir: Path, data_name: str, root: Path | None = No
     return candidate
 
 
-def _resolved(directory: Path) -> Path | None:
-    """``directory.resolve()``, or ``None`` when it cannot be resolved (each file then
-    reports the problem)."""
-    try:
-        return directory.resolve()
-    except (OSError, RuntimeError):
+def _plain_file(root: str, data_name: str) -> str | None:
+    """``root/data_name`` when ``data_name`` is a plain file name that is not a link there
+    (or nothing is there yet), found with one ``lstat``; ``None`` when the name needs the
+    full walk of :func:`resolve_tensor_file`."""
+    if data_name in ("", ".", "..") or "\0" in data_name or os.path.basename(data_name) != data_name \
+            or os.path.splitdrive(data_name)[0]:
         return None
+    candidate = os.path.join(root, data_name)
+    try:
+        if not stat.S_ISLNK(os.lstat(candidate).st_mode):
+            return candidate
+    except FileNotFoundError:
+        return candidate  # what resolve() gives for a missing file
+    except OSError:
+        pass  # the general walk reports it
+    return None
+
+
+class _Side:
+    """One dump's tensor directory, resolved once (``root`` is ``None`` when it cannot be:
+    every file then reports the problem)."""
+
+    def __init__(self, tensor_dir: Path) -> None:
+        self.tensor_dir = tensor_dir
+        try:
+            self.root: Path | None = tensor_dir.resolve()
+        except (OSError, RuntimeError):
+            self.root = None
+        self.root_text = None if self.root is None else str(self.root)
+
+    def file(self, data_name: str) -> str:
+        """The path of the tensor file ``data_name`` (see :func:`resolve_tensor_file`)."""
+        if self.root_text is not None:
+            plain = _plain_file(self.root_text, data_name)
+            if plain is not None:
+                return plain
+        return str(resolve_tensor_file(self.tensor_dir, data_name, self.root))
 
 
 _DIM = re.compile(r"\d+")
@@ -118,13 +145,27 @@ def load_tensor(path: Path, loaders: Any, max_bytes: int | None = None) -> np.nd
     return np.squeeze(np.asarray(array))
 
 
+def _path(text: str) -> Path:
+    """``Path(text)``, the directory's part parsed once per process (thousands of tensor
+    files share a directory; parsing the whole path each time costs more than the join)."""
+    head, sep, tail = text.rpartition(os.sep)
+    if not head or text.startswith("//") or tail in ("", ".", ".."):
+        return Path(text)  # no directory, or a root whose spelling the join would change
+    return _directory(head) / tail
+
+
+@functools.lru_cache(maxsize=64)
+def _directory(text: str) -> Path:
+    return Path(text)
+
+
 def _compute_one(task: tuple[str | None, str | None], loaders: Any, extra: Sequence[Any]) -> tuple[tuple, list[str], str | None]:
     """Metrics for one (npu file, bench file) task; a third element names an input problem."""
     npu_file, bench_file, *bounds = task
     npu_bytes, bench_bytes = bounds if bounds else (None, None)
     try:
-        n = load_tensor(Path(npu_file), loaders, npu_bytes)
-        b = load_tensor(Path(bench_file), loaders, bench_bytes)
+        n = load_tensor(_path(npu_file), loaders, npu_bytes)
+        b = load_tensor(_path(bench_file), loaders, bench_bytes)
     except InputError as exc:
         return (UNSUPPORTED,) * (6 + len(extra)), [str(exc)], str(exc)
     metrics, messages = compare_arrays(n, b)
@@ -144,6 +185,24 @@ def _compute_chunk(tasks: list[tuple[str | None, str | None]], loaders: Mapping[
     return [_compute_one(task, loaders, extra) for task in tasks]
 
 
+def _comparable(pair: Pair) -> bool:
+    """Whether ``pair`` has two tensor files to compare (a task, unless a name is refused)."""
+    return pair.golden is not None and pair.target.data_name != "-1" and pair.golden.data_name != "-1"
+
+
+def _chunks(items: Iterator[Any], expected: int, workers: int) -> Iterator[list[Any]]:
+    """``items`` in lists taken as they come: :data:`CHUNK` at a time while plenty remain,
+    then smaller ones (down to :data:`MIN_CHUNK`), so that the workers finish together."""
+    remaining = expected
+    while True:
+        size = max(MIN_CHUNK, min(CHUNK, remaining // (2 * workers)))
+        chunk = list(itertools.islice(items, size))
+        if not chunk:
+            return
+        remaining -= len(chunk)
+        yield chunk
+
+
 class TensorMode:
     """Compare real tensor data saved next to dump.json (``.pt``, ``.npy``...)."""
 
@@ -159,9 +218,8 @@ class TensorMode:
             cols.append(common.STACK_COLUMN)
         return cols + ["Data_name", ACCURACY_COLUMN]
 
-    def _task(self, pair: Pair, ctx: ModeContext, roots: tuple[Path | None, Path | None]) -> tuple[Any, ...] | str:
-        """Files to compare, or the reason the pair cannot be compared (``roots``: both
-        tensor directories, resolved when they could be)."""
+    def _task(self, pair: Pair, sides: tuple[_Side, _Side]) -> tuple[Any, ...] | str:
+        """Files to compare, or the reason the pair cannot be compared."""
         t, g = pair.target, pair.golden
         if g is None:
             return common.MSG_UNMATCHED
@@ -170,35 +228,39 @@ class TensorMode:
         if g.data_name == "-1":
             return MSG_NO_BENCH_FILE
         try:
-            npu = resolve_tensor_file(ctx.target.info.tensor_dir, t.data_name, roots[0])
-            bench = resolve_tensor_file(ctx.golden.info.tensor_dir, g.data_name, roots[1])
+            npu = sides[0].file(t.data_name)
+            bench = sides[1].file(g.data_name)
         except InputError as exc:
             return str(exc)
-        return (str(npu), str(bench), declared_bytes(str(t.dtype), str(t.shape)),
-                declared_bytes(str(g.dtype), str(g.shape)))
+        return (npu, bench, declared_bytes(str(t.dtype), str(t.shape)), declared_bytes(str(g.dtype), str(g.shape)))
 
     def compute(self, pairs: Sequence[Pair], ctx: ModeContext) -> list[RowResult]:
         width = 6 + len(ctx.extra_metrics)
         results: list[RowResult] = []
-        tasks: list[tuple[int, tuple[str, str]]] = []
-        roots = (_resolved(ctx.target.info.tensor_dir), _resolved(ctx.golden.info.tensor_dir))
-        for index, pair in enumerate(pairs):
-            task = self._task(pair, ctx, roots)
-            if isinstance(task, str):
-                record = RowResult(pair, (UNSUPPORTED,) * width)
-                if task != common.MSG_UNMATCHED:
-                    record.notes.append(task)
-                    if "points outside" in task or "cannot be resolved" in task:
-                        record.extra["problem"] = task
-                        record.mark_not_compared(common.NOT_COMPARED + task)
-                results.append(record)
-            else:
-                results.append(RowResult(pair, ()))
-                tasks.append((index, task))
-        if ctx.progress and len(pairs) > len(tasks):
-            ctx.progress(len(pairs) - len(tasks))
-        outcomes = self._run_tasks([task for _, task in tasks], ctx)
-        for (index, _), (metrics, messages, problem) in zip(tasks, outcomes):
+        slots: list[int] = []
+        sides = (_Side(ctx.target.info.tensor_dir), _Side(ctx.golden.info.tensor_dir))
+
+        def tasks() -> Iterator[tuple[Any, ...]]:
+            """Each pair's task, made as the workers ask for work (its record beside it)."""
+            for index, pair in enumerate(pairs):
+                task = self._task(pair, sides)
+                if isinstance(task, str):
+                    record = RowResult(pair, (UNSUPPORTED,) * width)
+                    if task != common.MSG_UNMATCHED:
+                        record.notes.append(task)
+                        if "points outside" in task or "cannot be resolved" in task:
+                            record.extra["problem"] = task
+                            record.mark_not_compared(common.NOT_COMPARED + task)
+                    results.append(record)
+                else:
+                    results.append(RowResult(pair, ()))
+                    slots.append(index)
+                    yield task
+
+        outcomes = self._run_tasks(tasks(), sum(map(_comparable, pairs)), ctx)
+        if ctx.progress and len(pairs) > len(slots):
+            ctx.progress(len(pairs) - len(slots))
+        for index, (metrics, messages, problem) in zip(slots, outcomes):
             record = results[index]
             record.metrics = metrics
             record.notes.extend(messages)
@@ -212,12 +274,14 @@ class TensorMode:
                                          f"dump.json gives both {record.pair.target.shape}")
         return results
 
-    def _run_tasks(self, tasks: list[tuple[str, str]], ctx: ModeContext) -> list:
+    def _run_tasks(self, tasks: Iterator[tuple[Any, ...]], expected: int, ctx: ModeContext) -> list:
+        """Every task's outcome, in order; ``tasks`` is consumed as work is handed out
+        (workers start on the first chunk while the later ones are still being made)."""
         extra = list(ctx.extra_metrics)
         loaders = dict(ctx.tensor_loaders)
-        if ctx.options.get("executor") == "dask" and tasks and runtime.picklable([loaders, extra]):
-            return self._run_on_cluster(tasks, ctx, loaders, extra)
-        if ctx.jobs <= 1 or len(tasks) < 2 * CHUNK or not runtime.picklable([loaders, extra]):
+        if ctx.options.get("executor") == "dask" and expected and runtime.picklable([loaders, extra]):
+            return self._run_on_cluster(list(tasks), ctx, loaders, extra)
+        if ctx.jobs <= 1 or expected < 2 * CHUNK or not runtime.picklable([loaders, extra]):
             out = []
             pending = 0
             for task in tasks:
@@ -229,9 +293,9 @@ class TensorMode:
             if ctx.progress and pending:
                 ctx.progress(pending)
             return out
-        chunks = [tasks[i : i + CHUNK] for i in range(0, len(tasks), CHUNK)]
         out = []
-        for chunk_result in runtime.parallel_map(_compute_chunk, chunks, loaders, extra, workers=ctx.jobs):
+        for chunk_result in runtime.parallel_map(_compute_chunk, _chunks(tasks, expected, ctx.jobs), loaders, extra,
+                                                 workers=ctx.jobs):
             out.extend(chunk_result)
             if ctx.progress:
                 ctx.progress(len(chunk_result))
@@ -261,6 +325,18 @@ class TensorMode:
         judge_group(group, _cross_rules)
         for r in group:
             r.extra[ACCURACY_COLUMN] = accuracy_reached(r)
+
+    def render_columns(self, records: Sequence[RowResult], with_stack: bool) -> list[list[Any]]:
+        """The report as columns: what :meth:`render` gives row by row (every record of a
+        tensor compare has the same number of metrics)."""
+        columns = common.common_columns(records)
+        columns.extend(map(list, zip(*[r.metrics for r in records])))
+        columns.extend(common.stat_columns(records, stat_display_columns))
+        columns.extend(common.tail_columns(records, with_stack))
+        columns.append([str([r.pair.target.data_name, NA if r.pair.golden is None else r.pair.golden.data_name])
+                        for r in records])
+        columns.append([r.extra.get(ACCURACY_COLUMN, "") for r in records])
+        return columns
 
     def render(self, row: RowResult, with_stack: bool) -> list[Any]:
         cells = common.render_cells(row, with_stack)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from math import isfinite, isnan, sqrt
 from typing import Any
 
 import numpy as np
@@ -35,9 +36,10 @@ MSG_COS_BENCH_ZERO = "Cannot compare by Cosine Similarity, All the data is Zero 
 
 
 def _round(value: float) -> Any:
-    if np.isnan(value):
+    value = float(value)
+    if isnan(value):
         return NAN_TEXT
-    return round(float(value), 12)
+    return round(value, 12)
 
 
 def cosine(n64: np.ndarray, b64: np.ndarray, messages: list[str], dot: Any = np.dot) -> Any:
@@ -63,6 +65,7 @@ def cosine(n64: np.ndarray, b64: np.ndarray, messages: list[str], dot: Any = np.
 
 def relative_errors(n: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Element-wise ``|n - b| / |b|`` with eps added to both sides where ``b == 0``."""
+    given_n, given_b = n, b
     if not (np.issubdtype(n.dtype, np.floating) and np.issubdtype(b.dtype, np.floating)):
         n = n.astype(np.float64) if not np.issubdtype(n.dtype, np.floating) else n
         b = b.astype(np.float64) if not np.issubdtype(b.dtype, np.floating) else b
@@ -70,11 +73,15 @@ def relative_errors(n: np.ndarray, b: np.ndarray) -> np.ndarray:
     n = n.astype(dtype, copy=False)
     b = b.astype(dtype, copy=False)
     zero = b == 0
-    if zero.any():
+    if zero.any():  # eps added in place where this function made its own copy
         eps = np.finfo(dtype).eps
-        n = np.where(zero, n + eps, n)
-        b = np.where(zero, b + eps, b)
-    return np.abs((n - b) / b)
+        n = n.copy() if n is given_n else n
+        np.add(n, eps, out=n, where=zero)
+        b = b.copy() if b is given_b else b
+        np.add(b, eps, out=b, where=zero)
+    rel = np.subtract(n, b)
+    np.divide(rel, b, out=rel)
+    return np.abs(rel, out=rel)
 
 
 def compare_arrays(n: np.ndarray, b: np.ndarray) -> tuple[tuple[Any, ...], list[str]]:
@@ -96,12 +103,20 @@ def compare_arrays(n: np.ndarray, b: np.ndarray) -> tuple[tuple[Any, ...], list[
         fast = _compare_float32(n.reshape(-1), b.reshape(-1), messages)
         if fast is not None:
             return fast, messages
+    elif n.dtype == b.dtype and n.dtype.kind in "biu":
+        return _compare_integers(n.reshape(-1), b.reshape(-1), messages), messages
+    return _compare_general(n, b, messages), messages
+
+
+def _compare_general(n: np.ndarray, b: np.ndarray, messages: list[str]) -> tuple[Any, ...]:
+    """The six metrics of any two arrays of one shape (NaN and inf masked where both have them)."""
     if n.dtype.kind in "fc" or b.dtype.kind in "fc":
         nan_n, nan_b = np.isnan(n), np.isnan(b)
         inf_n, inf_b = np.isinf(n), np.isinf(b)
         if nan_n.any() or nan_b.any() or inf_n.any() or inf_b.any():
             if not (np.array_equal(nan_n, nan_b) and np.array_equal(inf_n, inf_b)):
-                return (NA,) * 6, [MSG_NAN_POS]
+                messages[:] = [MSG_NAN_POS]
+                return (NA,) * 6
             bad = nan_n | inf_n
             n = np.where(bad, 0, n)
             b = np.where(bad, 0, b)
@@ -118,17 +133,47 @@ def compare_arrays(n: np.ndarray, b: np.ndarray) -> tuple[tuple[Any, ...], list[
     max_rel = _round(float(rel.max()))
     one = _round(float(np.count_nonzero(rel < 0.001)) / rel.size)
     five = _round(float(np.count_nonzero(rel < 0.005)) / rel.size)
-    return (cos, euc, max_abs, max_rel, one, five), messages
+    return (cos, euc, max_abs, max_rel, one, five)
+
+
+def _compare_integers(n: np.ndarray, b: np.ndarray, messages: list[str]) -> tuple[Any, ...]:
+    """:func:`_compare_general` of two flat integer or bool arrays of one dtype, in the
+    buffers kept between pairs (fresh float64 copies of every step cost more in page
+    faults than the arithmetic). Every operation is the general path's, in its order."""
+    size = n.size
+    n64, b64, _, mask = _BUFFERS.take(size)
+    np.copyto(n64, n)
+    np.copyto(b64, b)
+    dot = _dot if _exact_sums(n, b, n64, b64) else np.dot
+    cos = cosine(n64, b64, messages, dot)
+    diff = np.subtract(n64, b64, out=n64)
+    euc = sqrt(dot(diff, diff))
+    max_abs = _round(np.abs(diff, out=diff).max())
+    rel = n64  # relative_errors(n, b): both sides as float64, eps where b is zero
+    np.copyto(rel, n)
+    if np.equal(b64, 0, out=mask).any():  # + eps where b is zero, + 0.0 (no change) elsewhere:
+        eps = np.multiply(mask, EPS64, out=_BUFFERS.take_third(size))  # an integer is never -0.0
+        np.add(rel, eps, out=rel)
+        np.add(b64, eps, out=b64)
+    np.subtract(rel, b64, out=rel)
+    np.divide(rel, b64, out=rel)
+    np.abs(rel, out=rel)
+    max_rel = _round(rel.max())
+    one = _round(np.count_nonzero(np.less(rel, 0.001, out=mask)) / size)
+    five = _round(np.count_nonzero(np.less(rel, 0.005, out=mask)) / size)
+    return (cos, euc, max_abs, max_rel, one, five)
 
 
 _FAST_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
 REUSE_ELEMENTS = 1 << 20
 """Tensors up to this many elements are measured in buffers kept between pairs (about 21
-bytes per element, so at most ~21 MB per thread); larger ones get fresh arrays."""
+bytes per element, 29 once an integer tensor with zeros has been met: at most ~29 MB per
+thread); larger ones get fresh arrays."""
 
 
 class _Buffers(threading.local):
-    """Scratch arrays of the float32 path, kept per thread and reused from pair to pair.
+    """Scratch arrays of the float32 and integer paths, kept per thread and reused from pair
+    to pair.
 
     Allocating and freeing fresh arrays for every pair costs more than the arithmetic: the
     allocator hands the pages back to the system and every new array faults them in again.
@@ -139,6 +184,7 @@ class _Buffers(threading.local):
         self.wide = (np.empty(0), np.empty(0))
         self.rel = np.empty(0, dtype=np.float32)
         self.mask = np.empty(0, dtype=bool)
+        self.third = np.empty(0)
 
     def take(self, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Two float64 arrays, a float32 and a bool array of ``size`` elements."""
@@ -150,6 +196,15 @@ class _Buffers(threading.local):
             self.rel = np.empty(self.size, dtype=np.float32)
             self.mask = np.empty(self.size, dtype=bool)
         return self.wide[0][:size], self.wide[1][:size], self.rel[:size], self.mask[:size]
+
+    def take_third(self, size: int) -> np.ndarray:
+        """A third float64 array of ``size`` elements (made on first use: only integer
+        tensors with zeros need it)."""
+        if size > REUSE_ELEMENTS:
+            return np.empty(size)
+        if size > self.third.size:
+            self.third = np.empty(max(size, self.size))
+        return self.third[:size]
 
 
 _BUFFERS = _Buffers()
@@ -164,7 +219,7 @@ def _exact_sums(n: np.ndarray, b: np.ndarray, n64: np.ndarray, b64: np.ndarray) 
     """
     if n.dtype.kind not in "biu" or b.dtype.kind not in "biu" or not n64.size:
         return False
-    top = max(float(np.max(np.abs(n64))), float(np.max(np.abs(b64))))
+    top = max(float(n64.max()), -float(n64.min()), float(b64.max()), -float(b64.min()))
     return (2 * top) ** 2 * n64.size <= 2.0**53
 
 
@@ -181,17 +236,18 @@ def _compare_float32(n: np.ndarray, b: np.ndarray, messages: list[str]) -> tuple
     in float32 as in the general path. Returns ``None`` when an array holds NaN or inf
     (the general path handles those).
     """
-    n64, b64, rel, mask = _BUFFERS.take(n.size)
+    size = n.size
+    n64, b64, rel, mask = _BUFFERS.take(size)
     np.copyto(n64, n)
     np.copyto(b64, b)
     nn = _dot(n64, n64)
     bb = _dot(b64, b64)
-    if not (np.isfinite(nn) and np.isfinite(bb)):
+    if not (isfinite(nn) and isfinite(bb)):
         return None  # NaN or inf somewhere: the general path masks them
-    if n.size <= 1:
+    if size <= 1:
         cos: Any = UNSUPPORTED
     else:
-        norm_n, norm_b = float(np.sqrt(nn)), float(np.sqrt(bb))
+        norm_n, norm_b = sqrt(nn), sqrt(bb)  # correctly rounded, as np.sqrt
         if norm_n <= EPS64 and norm_b <= EPS64:
             cos = 1.0
         elif norm_n <= EPS64:
@@ -202,35 +258,35 @@ def _compare_float32(n: np.ndarray, b: np.ndarray, messages: list[str]) -> tuple
             cos = NAN_TEXT
         else:
             value = _dot(n64, b64) / (norm_n * norm_b)
-            if np.isnan(value):
+            if isnan(value):
                 cos = NAN_TEXT
             else:
                 value = round(value, 12)
                 cos = round(value, 6) if value > 0.9999 else value
     diff = np.subtract(n64, b64, out=n64)
-    euc = float(np.sqrt(_dot(diff, diff)))
+    euc = sqrt(_dot(diff, diff))
     max_abs = _round(max(float(diff.max()), -float(diff.min())))
     if n.dtype != np.float32:
         n = n.astype(np.float32)
         b = b.astype(np.float32)
     if np.equal(b, 0, out=mask).any():  # relative_errors(n, b) in the free float64 buffers
-        n32, b32 = b64.view(np.float32)[: n.size], n64.view(np.float32)[: n.size]
-        eps = np.finfo(np.float32).eps
+        n32, b32 = b64.view(np.float32)[:size], n64.view(np.float32)[:size]
         np.copyto(n32, n)
-        np.add(n32, eps, out=n32, where=mask)
+        np.add(n32, _EPS32, out=n32, where=mask)
         np.copyto(b32, b)
-        np.add(b32, eps, out=b32, where=mask)
+        np.add(b32, _EPS32, out=b32, where=mask)
         n, b = n32, b32
     np.subtract(n, b, out=rel)
     np.divide(rel, b, out=rel)
     np.abs(rel, out=rel)
     top = rel.max()
-    max_rel = _round(float(top))
+    max_rel = _round(top)
     one = _share_below(rel, top, _ONE_K, mask)
     five = _share_below(rel, top, _FIVE_K, mask)
     return (cos, euc, max_abs, max_rel, one, five)
 
 
+_EPS32 = np.finfo(np.float32).eps
 _ONE_K = np.float32(0.001)
 _FIVE_K = np.float32(0.005)
 
@@ -240,5 +296,5 @@ def _share_below(rel: np.ndarray, top: np.float32, limit: np.float32, mask: np.n
     array with a Python float in float32); no pass over ``rel`` when its largest value
     ``top`` is already below."""
     if top < limit:
-        return _round(1.0)
-    return _round(float(np.count_nonzero(np.less(rel, limit, out=mask))) / rel.size)
+        return 1.0
+    return _round(np.count_nonzero(np.less(rel, limit, out=mask)) / rel.size)

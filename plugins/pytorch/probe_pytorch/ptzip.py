@@ -134,30 +134,62 @@ def read_pt(source: Path | BinaryIO) -> np.ndarray | None:
     if isinstance(source, (str, os.PathLike)):
         with open(source, "rb") as handle:
             return read_pt(handle)
-    handle = source
-    size = os.fstat(handle.fileno()).st_size
-    if size <= _WHOLE_FILE:
-        raw = np.empty(size, dtype=np.uint8)  # one read, no zero-filling; the array stays writable
-        if handle.readinto(raw) != size:
-            return None
-        members = _members(raw, 0)
-    else:
-        raw = None
-        tail_start = max(0, size - _TAIL)
-        handle.seek(tail_start)
-        members = _members(handle.read(), tail_start, handle)
+    fd = source.fileno()
+    return read_pt_fd(fd, os.fstat(fd).st_size)
+
+
+def read_pt_fd(fd: int, size: int) -> np.ndarray | None:
+    """:func:`read_pt` of the open file ``fd`` of ``size`` bytes, read from its start.
+
+    A file up to :data:`_WHOLE_FILE` bytes is read with one ``pread`` into an uninitialised
+    array (no zero-filling, no buffering layer); of a larger one the zip directory is read
+    from its tail, then the tensor's bytes where they lie.
+    """
+    if size > _WHOLE_FILE:
+        with open(fd, "rb", closefd=False) as handle:
+            return _read_tail_first(handle, size)
+    raw = np.empty(size, dtype=np.uint8)  # the array stays writable
+    if _pread_into(fd, raw) != size:
+        return None
+    members = _members(raw, 0)
     if members is None:
-        return _read_with_zipfile(handle)
-    located = _locate(members, lambda offset, length: _slice(raw, handle, offset, length))
+        with open(fd, "rb", closefd=False) as handle:
+            return _read_with_zipfile(handle)
+    view = memoryview(raw)
+    located = _locate(members, lambda offset, length: bytes(view[offset : offset + length]))
     if located is None:
         return None
     kind, dtype, start, count, shape = located
-    if raw is not None:
-        data = np.frombuffer(raw, dtype=dtype, count=count, offset=start)
-    else:
-        handle.seek(start)
-        data = np.fromfile(handle, dtype=dtype, count=count)
-    return _shaped(kind, data, count, shape)
+    return _shaped(kind, np.frombuffer(raw, dtype=dtype, count=count, offset=start), count, shape)
+
+
+def _pread_into(fd: int, raw: np.ndarray) -> int:
+    """Bytes read from the start of ``fd`` into ``raw`` (one system call where ``preadv`` exists)."""
+    if hasattr(os, "preadv"):
+        return os.preadv(fd, [raw], 0)
+    with open(fd, "rb", closefd=False) as handle:
+        handle.seek(0)
+        return handle.readinto(raw) or 0
+
+
+def _read_tail_first(handle: BinaryIO, size: int) -> np.ndarray | None:
+    """A large file: the zip directory from its tail, then the tensor's bytes where they lie."""
+    tail_start = max(0, size - _TAIL)
+    handle.seek(tail_start)
+    members = _members(handle.read(), tail_start, handle)
+    if members is None:
+        return _read_with_zipfile(handle)
+
+    def read(offset: int, length: int) -> bytes:
+        handle.seek(offset)
+        return handle.read(length)
+
+    located = _locate(members, read)
+    if located is None:
+        return None
+    kind, dtype, start, count, shape = located
+    handle.seek(start)
+    return _shaped(kind, np.fromfile(handle, dtype=dtype, count=count), count, shape)
 
 
 def _shaped(kind: str, data: np.ndarray, count: int, shape: tuple[int, ...]) -> np.ndarray | None:
@@ -170,13 +202,6 @@ def _shaped(kind: str, data: np.ndarray, count: int, shape: tuple[int, ...]) -> 
     if kind == "BFloat16Storage":
         data = (data.astype(np.uint32) << 16).view(np.float32)
     return data.reshape(shape)
-
-
-def _slice(raw: np.ndarray | None, handle: Any, offset: int, length: int) -> bytes:
-    if raw is not None:
-        return raw[offset : offset + length].tobytes()
-    handle.seek(offset)
-    return handle.read(length)
 
 
 def _members(buf: Any, buf_start: int, handle: Any = None) -> dict[str, tuple[int, int, int]] | None:

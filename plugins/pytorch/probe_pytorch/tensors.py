@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from probe.api import InputError, open_regular
-from probe_pytorch.ptzip import read_pt
+from probe_pytorch.ptzip import read_pt_fd
 
 MAX_FILE_BYTES = 10 * 1024**3
 MAX_INFLATED_BYTES = 1 << 30
@@ -52,14 +52,16 @@ def load_pt(path: Path, max_bytes: int | None = None) -> np.ndarray:
     dump.json declares; it bounds what compressed members may inflate to (:func:`inflation_limit`).
     """
     fd = open_regular(path, "tensor file")
-    with open(fd, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
+    try:
+        size = os.fstat(fd).st_size
         if size > MAX_FILE_BYTES:
             raise InputError(f"tensor file is larger than {MAX_FILE_BYTES // 1024**3} GiB", path)
         try:
-            array = read_pt(handle)  # plain tensors: straight from the zip, no torch needed
+            array = read_pt_fd(fd, size)  # plain tensors: straight from the zip, no torch needed
         except (OSError, zipfile.BadZipFile, ValueError):
             array = None  # torch.load below reports the problem in its own words
+    finally:
+        os.close(fd)
     if array is not None:
         return array
     check_inflation(path, inflation_limit(max_bytes))
