@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from probe.errors import ProbeError
@@ -78,6 +79,9 @@ def build_parser(host) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``probe`` command; returns the exit code."""
+    # probe's own parallelism is processes; a BLAS thread pool per process only adds start-up
+    # and contention (about 0.1 s of CPU per tensor compare). Users may still set it themselves.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         host = Host()
         parser = build_parser(host)
