@@ -286,6 +286,37 @@ class StatisticsMode:
         columns.extend(common.tail_columns(records, with_stack))
         return columns
 
+    def csv_columns(self, records: Sequence[RowResult], with_stack: bool, inf_text: tuple[str, str]) -> list[list[Any]]:
+        """The report as CSV columns: :meth:`render_columns` with the sixteen numeric columns
+        (differences, relative errors, statistics; ``inf_text`` for infinite statistics)
+        already written as CSV text, three columns of joined fields (see
+        :func:`probe.modes.stat_columns.numeric_fields`)."""
+        from probe.csvtext import JoinedFields, column_texts  # noqa: PLC0415
+        from probe.modes.stat_columns import numeric_fields  # numpy
+
+        lazy = [i for i, r in enumerate(records)
+                if r.__class__ is StatRowResult and _STORED_METRICS.__get__(r, RowResult) is None]
+        columns = common.common_columns(records)
+        if len(lazy) == len(records):
+            columns.extend(numeric_fields([r.pair.target.stats for r in records],
+                                          [r.pair.golden.stats for r in records], stat_difference, inf_text))
+        else:  # unmatched rows, or metrics set by hand: those rows through render_columns
+            fields = JoinedFields([""] * len(records))
+            if lazy:
+                fast = numeric_fields([records[i].pair.target.stats for i in lazy],
+                                      [records[i].pair.golden.stats for i in lazy], stat_difference, inf_text)
+                for i, text in zip(lazy, map(",".join, zip(*fast))):
+                    fields[i] = text
+            taken = set(lazy)
+            rest = [i for i in range(len(records)) if i not in taken]
+            shown = self.render_columns([records[i] for i in rest], with_stack)[8:24]
+            texts = [column_texts(column, k >= 8, inf_text) for k, column in enumerate(shown)]
+            for i, text in zip(rest, map(",".join, zip(*texts))):
+                fields[i] = text
+            columns.append(fields)
+        columns.extend(common.tail_columns(records, with_stack))
+        return columns
+
 
 def judge_group(group: list[RowResult], cross_rules) -> None:
     """Apply the shared rules to the rows of one entry.
