@@ -110,13 +110,13 @@ def float_texts(values: Sequence[float] | Any) -> list[str]:
     return texts
 
 
-def matrix_rows(matrix: Any, special: Any, texts: Sequence[str], suffix: str = "") -> JoinedFields:
+def matrix_rows(matrix: Any, special: Any, texts: Sequence[str]) -> JoinedFields:
     """The CSV fields of a float64 matrix, one text per row (its cells joined by commas).
 
-    A cell reads ``repr`` of its value followed by ``suffix``, except the ``special`` cells
-    (a boolean mask; every cell whose value :func:`plain_floats` rejects must be one),
-    which read ``texts`` in row-major order, as given. orjson writes the whole matrix at
-    once; special cells are written as ``null`` and replaced in one join.
+    A cell reads ``repr`` of its value, except the ``special`` cells (a boolean mask; every
+    cell whose value :func:`plain_floats` rejects must be one), which read ``texts`` in
+    row-major order, as given. orjson writes the whole matrix at once; special cells are
+    written as ``null`` and replaced in one join.
     """
     import numpy as np  # noqa: PLC0415 - numpy only when floats are written
 
@@ -124,16 +124,13 @@ def matrix_rows(matrix: Any, special: Any, texts: Sequence[str], suffix: str = "
         return JoinedFields()
     values = np.where(special, np.nan, matrix)
     body = orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY).decode()[2:-2]
-    slot, rows = "null", "],["
-    if suffix:  # every cell followed by the suffix: "a,b],[c,d" -> "a%,b%]%,[c%,d%"
-        body = body.replace(",", suffix + ",").replace(f"]{suffix},[", f"{suffix}]{suffix},[") + suffix
-        slot, rows = slot + suffix, f"]{suffix},["
+    rows = "],["
     if len(texts):
         held = "".join(texts)
         if "[" in held or "]" in held:  # texts side by side could form the separator: split rows at a free character
             free = next(c for c in map(chr, range(1, 0x110000)) if c not in held)  # orjson writes no control character
             body, rows = body.replace(rows, free), free
-        pieces = body.split(slot)
+        pieces = body.split("null")
         if len(pieces) != len(texts) + 1:
             raise ValueError("special cells and their texts differ in number")
         parts = [""] * (2 * len(pieces) - 1)

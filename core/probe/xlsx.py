@@ -252,8 +252,9 @@ class XlsxWriter:
         ``out``, a column at a time; the data rows written."""
         self._write_rows(out, columns, (), None, layout)
         width = len(columns)
-        # one row: '<row r="{0}"><c r="A{0}"{1}<c r="B{0}"{2}...</row>' with the cells' tails
-        row = '<row r="{0}">' + "".join(f'<c r="{column_letter(i)}{{0}}"{{{i + 1}}}' for i in range(width)) + "</row>"
+        # one row: '<row r="%s"><c r="A%s"%s<c r="B%s"%s...</row>' % (number, number, tail, number, tail, ...),
+        # the arguments zipped from the row numbers and the cells' tails
+        row = '<row r="%s">' + "".join(f'<c r="{column_letter(i)}%s"%s' for i in range(width)) + "</row>"
         styles = {name: f'<c s="{i}" r="' for i, name in enumerate(FILLS, start=1)}
         number = 1
         for block in blocks:
@@ -262,7 +263,8 @@ class XlsxWriter:
                 raise ValueError(f"rows from {number + 1} do not have the header's {width} cells")
             tails = [_number_tails(column) if column.__class__ is NumberTexts and layout.numeric[i]
                      else column_tails(layout.column(i, column)) for i, column in enumerate(block)]
-            rows = list(map(row.format, range(number + 1, number + 1 + count), *tails))
+            numbers = list(map(str, range(number + 1, number + 1 + count)))
+            rows = list(map(row.__mod__, zip(numbers, *chain.from_iterable(zip(repeat(numbers), tails)))))
             if fill_column is not None:
                 for k, value in enumerate(block[fill_column]):
                     style = styles.get(value)

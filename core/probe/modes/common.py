@@ -6,7 +6,7 @@ import json
 import math
 from collections.abc import Sequence
 from itertools import compress
-from operator import attrgetter
+from operator import add, attrgetter, eq, methodcaller, not_
 from typing import Any
 
 from probe.formats.msprobe.dtypes import canonical_dtype
@@ -52,7 +52,10 @@ MSG_SHAPE = "error: The shape of NPU and Bench are inconsistent."
 MSG_UNMATCHED = "No bench data matched."
 _NA4 = (NA,) * 4
 _INF = math.inf
-_HAS_TEXT = attrgetter("has_text")
+_HAS_TEXT, _MESSAGES, _NOTES = attrgetter("has_text"), attrgetter("messages"), attrgetter("notes")
+_PAIR, _TARGET, _GOLDEN = attrgetter("pair"), attrgetter("target"), attrgetter("golden")
+_VERDICT = attrgetter("verdict")
+_STACK = methodcaller("extra_value", "stack", NA)
 
 
 def display_stat(value: Any) -> Any:
@@ -111,13 +114,13 @@ def err_message(row: RowResult) -> str:
 def err_message_column(records: Sequence[RowResult]) -> list[str]:
     """:func:`err_message` of every record (each distinct list of texts encoded once)."""
     column = ["[]"] * len(records)
-    texts: dict[tuple[str, ...], str] = {}
-    for i in compress(range(len(records)), map(_HAS_TEXT, records)):
-        row = records[i]
-        key = (*row.messages, *row.notes)
-        text = texts.get(key)
-        if text is None:
-            text = texts[key] = json.dumps(list(key), ensure_ascii=False)
+    where = list(compress(range(len(records)), map(_HAS_TEXT, records)))
+    if not where:
+        return column
+    rows = list(map(records.__getitem__, where))
+    keys = list(map(tuple, map(add, map(_MESSAGES, rows), map(_NOTES, rows))))
+    texts = {key: json.dumps(list(key), ensure_ascii=False) for key in set(keys)}
+    for i, text in zip(where, map(texts.__getitem__, keys)):
         column[i] = text
     return column
 
@@ -214,13 +217,18 @@ def same_dtype(target: str, golden: str) -> bool:
 
 def common_columns(records: Sequence[RowResult]) -> list[list[Any]]:
     """:func:`common_cells` of every record, as eight columns."""
-    targets = [r.pair.target for r in records]
-    goldens = [r.pair.golden for r in records]
+    pairs = list(map(_PAIR, records))
+    return side_columns(list(map(_TARGET, pairs)), list(map(_GOLDEN, pairs)))
+
+
+def side_columns(targets: Sequence[Row], goldens: Sequence[Row | None]) -> list[list[Any]]:
+    """:func:`common_cells` of the rows of matched pairs (``goldens`` ``None`` where unmatched), as eight columns."""
+    matched = None not in goldens
     columns = []
     for attr in ("name", "dtype", "shape", "requires_grad"):
         get = attrgetter(attr)
         columns.append(list(map(get, targets)))
-        columns.append([NA if g is None else get(g) for g in goldens])
+        columns.append(list(map(get, goldens)) if matched else [NA if g is None else get(g) for g in goldens])
     return columns
 
 
@@ -241,15 +249,21 @@ def stat_columns(records: Sequence[RowResult], display_columns: Any) -> list[lis
     return columns
 
 
-def tail_columns(records: Sequence[RowResult], with_stack: bool) -> list[list[Any]]:
-    """Requires_grad Consistent, Result, Err_message [and the stack] of every record."""
-    columns = [
-        list(map(requires_grad_consistent, records)),
-        [r.verdict for r in records],
-        err_message_column(records),
-    ]
+def tail_columns(records: Sequence[RowResult], with_stack: bool,
+                 requires_grad: tuple[list[Any], list[Any]] | None = None) -> list[list[Any]]:
+    """Requires_grad Consistent, Result, Err_message [and the stack] of every record
+    (``requires_grad``: the two Requires_grad columns of :func:`common_columns`, when at hand)."""
+    if requires_grad is None:
+        consistent = list(map(requires_grad_consistent, records))
+    else:  # equal texts, or a matched row with a side that records none (see requires_grad_consistent)
+        target_rg, golden_rg = requires_grad
+        consistent = list(map(eq, target_rg, golden_rg))
+        if not all(consistent):
+            for i in compress(range(len(consistent)), map(not_, consistent)):
+                consistent[i] = requires_grad_consistent(records[i])
+    columns = [consistent, list(map(_VERDICT, records)), err_message_column(records)]
     if with_stack:
-        columns.append([r.extra_value("stack", NA) for r in records])
+        columns.append(list(map(_STACK, records)))
     return columns
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import chain, compress, repeat
-from operator import is_
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -27,17 +26,17 @@ from probe.modes.common import display_stat
 
 _NAN = float("nan")
 _NONE_TYPE = type(None)
-OTHER, FLOAT, INT = 0, 1, 2
-"""Kinds of statistic cells in a :class:`StatMatrix`."""
+OTHER, FLOAT, INT, NONE = 0, 1, 2, 3
+"""Kinds of statistic cells in a :class:`StatMatrix` (``NONE``: ``None``, a statistic not recorded)."""
 _EXACT_INT = 2**53
 """Ints below this magnitude are exact in float64 (their difference is computed in numpy)."""
-_FLOAT = {float}
-_NUMBER = frozenset({float, int})
+_KIND_OF = {float: FLOAT, int: INT, _NONE_TYPE: NONE}
+"""Kind of a statistic by its type (ints exact in float64 only: checked after)."""
 
 
 class StatMatrix(NamedTuple):
     """The statistics of a block of rows: ``values`` (float64, NaN where the cell is not a
-    number) and ``kinds`` (``FLOAT``, ``INT`` for ints exact in float64, ``OTHER``), both
+    number) and ``kinds`` (``FLOAT``, ``INT`` for ints exact in float64, ``NONE``, ``OTHER``), both
     of shape ``(rows, 4)``."""
 
     values: np.ndarray
@@ -47,26 +46,18 @@ class StatMatrix(NamedTuple):
 def stat_matrix(stats: Sequence[tuple[Any, ...]]) -> StatMatrix:
     """:class:`StatMatrix` of rows of four statistics."""
     flat = list(chain.from_iterable(stats))
-    types = list(map(type, flat))
-    present = set(types)
-    if not flat or present == _FLOAT:
-        values = np.array(flat, dtype=np.float64).reshape(-1, 4)
-        return StatMatrix(values, np.full(values.shape, FLOAT, dtype=np.int8))
-    kinds = np.array(list(map(is_, types, repeat(float))), dtype=np.int8)
-    if int not in present:
-        values = np.full(len(flat), _NAN)
-        values[kinds == FLOAT] = list(compress(flat, map(is_, types, repeat(float))))
-        return StatMatrix(values.reshape(-1, 4), kinds.reshape(-1, 4))
-    numeric = list(map(_NUMBER.__contains__, types))  # float or int (not bool)
-    where = np.array(numeric, dtype=bool)
+    kinds = np.fromiter(map(_KIND_OF.get, map(type, flat), repeat(OTHER)), dtype=np.int8, count=len(flat))
+    if (kinds == FLOAT).all():
+        return StatMatrix(np.array(flat, dtype=np.float64).reshape(-1, 4), kinds.reshape(-1, 4))
+    numeric = ((kinds == FLOAT) | (kinds == INT)).tolist()  # float or int (not bool)
     values = np.full(len(flat), _NAN)
     try:
-        values[where] = np.array(list(compress(flat, numeric)), dtype=np.float64)
+        values[numeric] = np.fromiter(compress(flat, numeric), dtype=np.float64)
     except OverflowError:  # an int beyond float64: such ints stay NaN (OTHER)
-        values[where] = [float(v) if v.__class__ is float or -_EXACT_INT < v < _EXACT_INT else _NAN
-                         for v in compress(flat, numeric)]
+        values[numeric] = [float(v) if v.__class__ is float or -_EXACT_INT < v < _EXACT_INT else _NAN
+                           for v in compress(flat, numeric)]
     with np.errstate(invalid="ignore"):
-        kinds[where & (kinds != FLOAT) & (np.abs(values) < _EXACT_INT)] = INT
+        kinds[(kinds == INT) & ~(np.abs(values) < _EXACT_INT)] = OTHER
     return StatMatrix(values.reshape(-1, 4), kinds.reshape(-1, 4))
 
 
@@ -108,7 +99,7 @@ def stat_display_columns(stats: Sequence[tuple[Any, ...]], matrix: StatMatrix | 
         for i in np.flatnonzero(floats[:, j] & np.isnan(values[:, j])).tolist():
             column[i] = "Nan"
         if not finite[:, j].all():
-            for i in np.flatnonzero(kinds[:, j] == OTHER).tolist():
+            for i in np.flatnonzero((kinds[:, j] == OTHER) | (kinds[:, j] == NONE)).tolist():
                 column[i] = display_stat(column[i])
         columns.append(column)
     return columns
@@ -130,7 +121,7 @@ def difference_columns(target_stats: Sequence[tuple[Any, ...]], golden_stats: Se
     (t, t_kind), (g, g_kind) = matrices if matrices is not None else (stat_matrix(target_stats),
                                                                       stat_matrix(golden_stats))
     with np.errstate(all="ignore"):
-        ok = (t_kind == g_kind) & (t_kind != OTHER) & np.isfinite(t) & np.isfinite(g)
+        ok = (t_kind == g_kind) & ((t_kind == FLOAT) | (t_kind == INT)) & np.isfinite(t) & np.isfinite(g)
         diff = t - g
         rel = np.abs(diff / g * 100)
     equal = ok & (t == g)
@@ -156,73 +147,82 @@ def difference_columns(target_stats: Sequence[tuple[Any, ...]], golden_stats: Se
     return diffs + rels
 
 
-_ZERO_TEXTS = ("0", "0")
-
-
 def numeric_fields(target_stats: Sequence[tuple[Any, ...]], golden_stats: Sequence[tuple[Any, ...]], slow: Any,
-                   inf_text: tuple[str, str], matrices: tuple[StatMatrix, StatMatrix] | None = None) -> list[JoinedFields]:
-    """The CSV text of the sixteen numeric cells of matched rows as three columns of joined
-    fields: the four differences, the four relative errors, then both sides' statistics.
+                   inf_text: tuple[str, str], matrices: tuple[StatMatrix, StatMatrix] | None = None) -> JoinedFields:
+    """The CSV text of the sixteen numeric cells of matched rows (the four differences, the
+    four relative errors, both sides' statistics), one text per row.
 
     The same text as :func:`difference_columns` and :func:`stat_display_columns` give
     through :func:`probe.csvtext.column_texts` (``stat`` columns written with ``inf_text``),
-    made without a text object per cell: each block of columns is one float matrix that
+    made without a text object per cell: the sixteen columns are one float matrix that
     orjson writes at once (:func:`probe.csvtext.matrix_rows`); only the cells orjson would
-    write otherwise than the report (words, ints, small or special values) are written one
-    by one. Tested equal on random statistics.
+    write otherwise than the report (words, ints, small or special values) and the relative
+    errors (``%`` follows their number) are written one by one. Tested equal on random
+    statistics.
     """
     n = len(target_stats)
     if n == 0:
-        return [JoinedFields(), JoinedFields(), JoinedFields()]
+        return JoinedFields()
     (t, t_kind), (g, g_kind) = matrices if matrices is not None else (stat_matrix(target_stats),
                                                                       stat_matrix(golden_stats))
     with np.errstate(all="ignore"):
-        ok = (t_kind == g_kind) & (t_kind != OTHER) & np.isfinite(t) & np.isfinite(g)
+        ok = (t_kind == g_kind) & ((t_kind == FLOAT) | (t_kind == INT)) & np.isfinite(t) & np.isfinite(g)
         diff = t - g
         rel = np.abs(diff / g * 100)
+    unrecorded = (t_kind == NONE) & (g_kind == NONE)  # None and None: "0", "0"
     zero = ok & (t == g) & ((t != 0) | (np.signbit(t) == np.signbit(g)))
     number = ok & ~zero  # a difference written as a number
     relative = number & (g != 0)  # a relative error written as a number and "%"
-    # the words and texts of the cells that are not two finite floats (or two exact ints)
-    odd = np.flatnonzero(~ok).tolist()
-    words = []
-    for i in odd:
-        row, j = divmod(i, 4)
-        a, b = target_stats[row][j], golden_stats[row][j]
-        words.append(_ZERO_TEXTS if a is None and b is None else slow(a, b))
-    odd_words = {i: w for i, w in zip(odd, words)}
+    # the texts of the cells that are not two finite floats (or two exact ints)
+    odd = ~ok & ~unrecorded
+    words = {i: slow(target_stats[i // 4][i % 4], golden_stats[i // 4][i % 4]) for i in np.flatnonzero(odd).tolist()}
 
-    def texts(values: np.ndarray, numeric: np.ndarray, fixed: list[tuple[np.ndarray, str]], side: int,
-              suffix: str) -> tuple[np.ndarray, list[str]]:
-        special = ~numeric | ~plain_floats(values)
+    def texts(values: np.ndarray, special: np.ndarray, numeric: np.ndarray, fixed: list[tuple[np.ndarray, str]],
+              side: int, suffix: str) -> np.ndarray:
+        """The texts of the ``special`` cells of a difference matrix, in row-major order."""
         where = np.flatnonzero(special)
         out = np.empty(len(where), dtype=object)
         flat_numeric = numeric.ravel()[where]
         if flat_numeric.any():
             numbers = float_texts(values.ravel()[where[flat_numeric]])
-            out[flat_numeric] = [text + suffix for text in numbers] if suffix else numbers
+            out[flat_numeric] = (f"{suffix}\x00".join(numbers) + suffix).split("\x00") if suffix else numbers
         for mask, word in fixed:
             out[mask.ravel()[where]] = word
-        flat_odd = ~ok.ravel()[where]
+        flat_odd = odd.ravel()[where]
         if flat_odd.any():
-            out[flat_odd] = [odd_words[i][side] for i in where[flat_odd].tolist()]
-        return special, out.tolist()
+            out[flat_odd] = [words[i][side] for i in where[flat_odd].tolist()]
+        return out
 
-    d_special, d_texts = texts(diff, number, [(zero, "0")], 0, "")
-    r_special, r_texts = texts(rel, relative, [(zero, "0"), (number & ~relative, "inf")], 1, "%")
+    d_special = ~number | ~plain_floats(diff)
+    r_special = np.ones_like(d_special)  # every relative error: its number takes a "%"
     stats = np.hstack([t, g])
     kinds = np.hstack([t_kind, g_kind])
     s_special = (kinds != FLOAT) | ~plain_floats(stats)
-    where = np.flatnonzero(s_special)
-    s_texts = np.empty(len(where), dtype=object)
-    ints = kinds.ravel()[where] == INT  # ints exact in float64: written by orjson as ints
+    special = np.hstack([d_special, r_special, s_special])
+    column = np.flatnonzero(special) % 16
+    cells = np.empty(len(column), dtype=object)
+    cells[column < 4] = texts(diff, d_special, number, [(zero | unrecorded, "0")], 0, "")
+    cells[(column >= 4) & (column < 8)] = texts(rel, r_special, relative,
+                                                [(zero | unrecorded, "0"), (number & ~relative, "inf")], 1, "%")
+    cells[column >= 8] = _stat_texts(stats, kinds, s_special, target_stats, golden_stats, inf_text)
+    return matrix_rows(np.hstack([diff, rel, stats]), special, cells.tolist())
+
+
+def _stat_texts(stats: np.ndarray, kinds: np.ndarray, special: np.ndarray, target_stats: Sequence[tuple[Any, ...]],
+                golden_stats: Sequence[tuple[Any, ...]], inf_text: tuple[str, str]) -> np.ndarray:
+    """The CSV texts of the ``special`` cells of both sides' statistics (``stats``: the
+    target's four columns then the golden's), in row-major order."""
+    where = np.flatnonzero(special)
+    out = np.empty(len(where), dtype=object)
+    kind = kinds.ravel()[where]
+    ints = kind == INT  # ints exact in float64: written by orjson as ints
     if ints.any():
-        s_texts[ints] = orjson.dumps(stats.ravel()[where[ints]].astype(np.int64),
-                                     option=orjson.OPT_SERIALIZE_NUMPY).decode()[1:-1].split(",")
-    if not ints.all():
-        rest = where[~ints].tolist()
+        out[ints] = orjson.dumps(stats.ravel()[where[ints]].astype(np.int64),
+                                 option=orjson.OPT_SERIALIZE_NUMPY).decode()[1:-1].split(",")
+    out[kind == NONE] = "None"
+    rest = (kind != INT) & (kind != NONE)
+    if rest.any():
         cells = [display_stat((target_stats if j < 4 else golden_stats)[row][j % 4])
-                 for row, j in map(divmod, rest, repeat(8))]
-        s_texts[~ints] = column_texts(cells, True, inf_text)
-    return [matrix_rows(diff, d_special, d_texts), matrix_rows(rel, r_special, r_texts, "%"),
-            matrix_rows(stats, s_special, s_texts.tolist())]
+                 for row, j in map(divmod, where[rest].tolist(), repeat(8))]
+        out[rest] = column_texts(cells, True, inf_text)
+    return out

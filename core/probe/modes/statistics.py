@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
 from probe.model import ERROR, NA, WARNING, FlatDump, ModeContext, Pair
@@ -132,6 +133,7 @@ def stat_metrics(pair: Pair) -> tuple[str, ...]:
     return (d0, d1, d2, d3, r0, r1, r2, r3)
 
 
+_PAIR, _TARGET, _GOLDEN, _STATS = (attrgetter(a) for a in ("pair", "target", "golden", "stats"))
 _STORED_METRICS = RowResult.metrics
 """The ``metrics`` slot of :class:`RowResult` (which :class:`StatRowResult` hides)."""
 
@@ -267,7 +269,7 @@ class StatisticsMode:
             columns.extend(difference_columns(targets, goldens, stat_difference, matrices))
             columns.extend(stat_display_columns(targets, matrices[0]))
             columns.extend(stat_display_columns(goldens, matrices[1]))
-            columns.extend(common.tail_columns(records, with_stack))
+            columns.extend(common.tail_columns(records, with_stack, (columns[6], columns[7])))
             return columns
         if lazy:
             pairs = [records[i].pair for i in lazy]
@@ -283,29 +285,31 @@ class StatisticsMode:
                     column[i] = value
         columns.extend(metrics)
         columns.extend(common.stat_columns(records, stat_display_columns))
-        columns.extend(common.tail_columns(records, with_stack))
+        columns.extend(common.tail_columns(records, with_stack, (columns[6], columns[7])))
         return columns
 
     def csv_columns(self, records: Sequence[RowResult], with_stack: bool, inf_text: tuple[str, str]) -> list[list[Any]]:
         """The report as CSV columns: :meth:`render_columns` with the sixteen numeric columns
         (differences, relative errors, statistics; ``inf_text`` for infinite statistics)
-        already written as CSV text, three columns of joined fields (see
+        already written as CSV text, one column of joined fields (see
         :func:`probe.modes.stat_columns.numeric_fields`)."""
         from probe.csvtext import JoinedFields, column_texts  # noqa: PLC0415
         from probe.modes.stat_columns import numeric_fields  # numpy
 
         lazy = [i for i, r in enumerate(records)
                 if r.__class__ is StatRowResult and _STORED_METRICS.__get__(r, RowResult) is None]
-        columns = common.common_columns(records)
+        pairs = list(map(_PAIR, records))
+        targets, goldens = list(map(_TARGET, pairs)), list(map(_GOLDEN, pairs))
+        columns = common.side_columns(targets, goldens)
         if len(lazy) == len(records):
-            columns.extend(numeric_fields([r.pair.target.stats for r in records],
-                                          [r.pair.golden.stats for r in records], stat_difference, inf_text))
+            columns.append(numeric_fields(list(map(_STATS, targets)), list(map(_STATS, goldens)), stat_difference,
+                                          inf_text))
         else:  # unmatched rows, or metrics set by hand: those rows through render_columns
             fields = JoinedFields([""] * len(records))
             if lazy:
-                fast = numeric_fields([records[i].pair.target.stats for i in lazy],
-                                      [records[i].pair.golden.stats for i in lazy], stat_difference, inf_text)
-                for i, text in zip(lazy, map(",".join, zip(*fast))):
+                fast = numeric_fields([targets[i].stats for i in lazy], [goldens[i].stats for i in lazy],
+                                      stat_difference, inf_text)
+                for i, text in zip(lazy, fast):
                     fields[i] = text
             taken = set(lazy)
             rest = [i for i in range(len(records)) if i not in taken]
@@ -314,7 +318,7 @@ class StatisticsMode:
             for i, text in zip(rest, map(",".join, zip(*texts))):
                 fields[i] = text
             columns.append(fields)
-        columns.extend(common.tail_columns(records, with_stack))
+        columns.extend(common.tail_columns(records, with_stack, (columns[6], columns[7])))
         return columns
 
 
