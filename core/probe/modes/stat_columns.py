@@ -125,22 +125,23 @@ def difference_columns(target_stats: Sequence[tuple[Any, ...]], golden_stats: Se
         diff = t - g
         rel = np.abs(diff / g * 100)
     equal = ok & (t == g)
-    # equal and non-zero, or equal zeros of the same sign: "0", "0"
+    # equal and non-zero, or equal zeros of the same sign: "0", "0"; None and None alike
     zero = equal & ((t != 0) | (np.signbit(t) == np.signbit(g)))
+    unrecorded = (t_kind == NONE) & (g_kind == NONE)
     inf_rel = ok & ~zero & (g == 0)
     # cells written as "0", "inf" or by ``slow`` are formatted as 0.0 (cheapest) and replaced
     diff[~ok | zero] = 0.0
     rel[~ok | zero | inf_rel] = 0.0
-    d_text = np.array(float_texts(diff.ravel().tolist()), dtype=object).reshape(n, 4)
-    r_text = np.array(float_texts(rel.ravel().tolist()), dtype=object).reshape(n, 4) + "%"
-    d_text[zero] = "0"
-    r_text[zero] = "0"
-    r_text[inf_rel] = "inf"
     diffs: list[list[str]] = []
     rels: list[list[str]] = []
-    for j in range(4):
-        d_list, r_list = NumberTexts(d_text[:, j].tolist()), TextColumn(r_text[:, j].tolist())
-        for i in np.flatnonzero(~ok[:, j]).tolist():
+    for j in range(4):  # a column at a time: its numbers formatted in bulk, "%" added in one join
+        d_list = NumberTexts(float_texts(np.ascontiguousarray(diff[:, j])))
+        r_list = TextColumn(("%\x00".join(float_texts(np.ascontiguousarray(rel[:, j]))) + "%").split("\x00"))
+        for i in np.flatnonzero(zero[:, j] | unrecorded[:, j]).tolist():
+            d_list[i] = r_list[i] = "0"
+        for i in np.flatnonzero(inf_rel[:, j]).tolist():
+            r_list[i] = "inf"
+        for i in np.flatnonzero(~ok[:, j] & ~unrecorded[:, j]).tolist():
             d_list[i], r_list[i] = slow(target_stats[i][j], golden_stats[i][j])
         diffs.append(d_list)
         rels.append(r_list)
