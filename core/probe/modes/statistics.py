@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any
 
+from probe.csvtext import JoinedFields, column_texts
 from probe.model import ERROR, NA, WARNING, FlatDump, ModeContext, Pair
 from probe.modes import common
 from probe.result import RowResult
@@ -293,7 +294,6 @@ class StatisticsMode:
         (differences, relative errors, statistics; ``inf_text`` for infinite statistics)
         already written as CSV text, one column of joined fields (see
         :func:`probe.modes.stat_columns.numeric_fields`)."""
-        from probe.csvtext import JoinedFields, column_texts  # noqa: PLC0415
         from probe.modes.stat_columns import numeric_fields  # numpy
 
         lazy = [i for i, r in enumerate(records)
