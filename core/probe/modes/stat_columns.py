@@ -105,6 +105,39 @@ def stat_display_columns(stats: Sequence[tuple[Any, ...]], matrix: StatMatrix | 
     return columns
 
 
+class _Differences(NamedTuple):
+    """What both difference renderings start from (arrays of shape ``(rows, 4)``)."""
+
+    matrices: tuple[StatMatrix, StatMatrix]
+    ok: np.ndarray
+    """Two finite floats, or two ints exact in float64: the difference is computed here."""
+    diff: np.ndarray
+    rel: np.ndarray
+    zero: np.ndarray
+    """Equal and non-zero, or equal zeros of the same sign: ``"0"``, ``"0"``."""
+    unrecorded: np.ndarray
+    """``None`` against ``None``: ``"0"``, ``"0"`` too."""
+
+    @property
+    def golden(self) -> np.ndarray:
+        return self.matrices[1].values
+
+
+def _differences(target_stats: Sequence[tuple[Any, ...]], golden_stats: Sequence[tuple[Any, ...]],
+                 matrices: tuple[StatMatrix, StatMatrix] | None) -> _Differences:
+    """The differences of two sides' statistics, computed in float64 where ``stat_difference``
+    would compute them (the same IEEE operations, in the same order)."""
+    if matrices is None:
+        matrices = stat_matrix(target_stats), stat_matrix(golden_stats)
+    (t, t_kind), (g, g_kind) = matrices
+    with np.errstate(all="ignore"):
+        ok = (t_kind == g_kind) & ((t_kind == FLOAT) | (t_kind == INT)) & np.isfinite(t) & np.isfinite(g)
+        diff = t - g
+        rel = np.abs(diff / g * 100)
+    zero = ok & (t == g) & ((t != 0) | (np.signbit(t) == np.signbit(g)))
+    return _Differences(matrices, ok, diff, rel, zero, (t_kind == NONE) & (g_kind == NONE))
+
+
 def difference_columns(target_stats: Sequence[tuple[Any, ...]], golden_stats: Sequence[tuple[Any, ...]],
                        slow: Any, matrices: tuple[StatMatrix, StatMatrix] | None = None) -> list[list[str]]:
     """The eight difference columns of matched rows (``diff`` x4 then ``relative`` x4).
@@ -115,20 +148,11 @@ def difference_columns(target_stats: Sequence[tuple[Any, ...]], golden_stats: Se
     fields (:class:`probe.csvtext.TextColumn`); the ``diff`` ones are
     :class:`probe.csvtext.NumberTexts` (``repr`` of finite floats and ``NUMBER_WORDS``).
     """
-    n = len(target_stats)
-    if n == 0:
+    if len(target_stats) == 0:
         return [NumberTexts() for _ in range(4)] + [TextColumn() for _ in range(4)]
-    (t, t_kind), (g, g_kind) = matrices if matrices is not None else (stat_matrix(target_stats),
-                                                                      stat_matrix(golden_stats))
-    with np.errstate(all="ignore"):
-        ok = (t_kind == g_kind) & ((t_kind == FLOAT) | (t_kind == INT)) & np.isfinite(t) & np.isfinite(g)
-        diff = t - g
-        rel = np.abs(diff / g * 100)
-    equal = ok & (t == g)
-    # equal and non-zero, or equal zeros of the same sign: "0", "0"; None and None alike
-    zero = equal & ((t != 0) | (np.signbit(t) == np.signbit(g)))
-    unrecorded = (t_kind == NONE) & (g_kind == NONE)
-    inf_rel = ok & ~zero & (g == 0)
+    d = _differences(target_stats, golden_stats, matrices)
+    ok, diff, rel, zero, unrecorded = d.ok, d.diff, d.rel, d.zero, d.unrecorded
+    inf_rel = ok & ~zero & (d.golden == 0)
     # cells written as "0", "inf" or by ``slow`` are formatted as 0.0 (cheapest) and replaced
     diff[~ok | zero] = 0.0
     rel[~ok | zero | inf_rel] = 0.0
@@ -161,17 +185,11 @@ def numeric_fields(target_stats: Sequence[tuple[Any, ...]], golden_stats: Sequen
     errors (``%`` follows their number) are written one by one. Tested equal on random
     statistics.
     """
-    n = len(target_stats)
-    if n == 0:
+    if len(target_stats) == 0:
         return JoinedFields()
-    (t, t_kind), (g, g_kind) = matrices if matrices is not None else (stat_matrix(target_stats),
-                                                                      stat_matrix(golden_stats))
-    with np.errstate(all="ignore"):
-        ok = (t_kind == g_kind) & ((t_kind == FLOAT) | (t_kind == INT)) & np.isfinite(t) & np.isfinite(g)
-        diff = t - g
-        rel = np.abs(diff / g * 100)
-    unrecorded = (t_kind == NONE) & (g_kind == NONE)  # None and None: "0", "0"
-    zero = ok & (t == g) & ((t != 0) | (np.signbit(t) == np.signbit(g)))
+    d = _differences(target_stats, golden_stats, matrices)
+    (t, t_kind), (g, g_kind) = d.matrices
+    ok, diff, rel, zero, unrecorded = d.ok, d.diff, d.rel, d.zero, d.unrecorded
     number = ok & ~zero  # a difference written as a number
     relative = number & (g != 0)  # a relative error written as a number and "%"
     # the texts of the cells that are not two finite floats (or two exact ints)
