@@ -218,3 +218,15 @@ def test_csv_columns_with_metrics_set_by_hand() -> None:
     stat_index = [result.columns.index(c) for c in STAT_COLUMNS]
     text = csv_lines(result.mode.csv_columns(result.records, result.with_stack, CSV_INF))
     assert text == writer_text(rows, stat_index, CSV_INF)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.floats(min_value=1e-5, max_value=1e-4, exclude_max=True),
+                          st.floats(min_value=-1e-4, max_value=-1e-5, exclude_min=True),
+                          st.floats(min_value=-1e-5, max_value=1e-5), st.sampled_from([1e-05, -2e-05, 9e-05])),
+                min_size=1, max_size=40))
+def test_float_texts_of_small_values_equal_repr(values: list[float]) -> None:
+    import numpy as np
+
+    assert float_texts(values) == list(map(repr, values))
+    assert float_texts(np.array(values)) == list(map(repr, values))

@@ -166,15 +166,19 @@ def _orjson_large_known() -> bool:
 _TENTH_LOW = 1e-5
 """orjson writes values from 1e-5 up to 1e-4 positionally (``0.0000123``)."""
 def _positional_small(texts: list[str]) -> list[str]:
-    """``-0.0000123`` -> ``-1.23e-05`` (orjson's text of values in [1e-5, 1e-4), as ``repr`` has them)."""
-    out = []
-    append = out.append
-    for text in texts:
-        digits = text[7:] if text[0] == "-" else text[6:]
-        if not text.startswith("0.0000", len(text) - len(digits) - 6) or not digits.isdigit():
-            return [repr(float(t)) for t in texts]
-        point = "." if len(digits) > 1 else ""
-        append(f"{text[:len(text) - len(digits) - 6]}{digits[0]}{point}{digits[1:]}e-05")
+    """``-0.0000123`` -> ``-1.23e-05`` (orjson's text of values in [1e-5, 1e-4), as ``repr`` has them).
+
+    Each text is ``[-]0.0000`` then digits, the first not zero (orjson's layout, checked
+    once by :func:`_orjson_layout_known`; the prefix is checked over all texts at once): a point follows the first digit (none when it is the only one) and ``e-05`` ends
+    the text. Texts laid out otherwise are re-read with ``float`` and written with ``repr``.
+    """
+    joined = ",".join(texts)
+    count = len(texts)
+    if joined.count("0.0000") != count or joined.count(".") != count or "0.00000" in joined or "e" in joined:
+        return [repr(float(t)) for t in texts]
+    out = [f"-{t[7]}.{t[8:]}e-05" if t[0] == "-" else f"{t[6]}.{t[7:]}e-05" for t in texts]
+    if min(map(len, texts)) < 9:  # a single digit: no point
+        out = [t.replace(".e", "e") for t in out]
     return out
 
 
