@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 
 import probe
 from probe.cells import safe_row
-from probe.csvtext import NUMBER_WORDS, JoinedFields, NumberTexts, column_texts, csv_lines, float_texts, matrix_rows, safe_cells
+from probe.csvtext import NUMBER_WORDS, JoinedFields, NumberTexts, PercentTexts, column_texts, csv_lines, float_texts, matrix_rows, safe_cells
 from probe.exporters import CSV_INF, _column_rows, _rows
 from probe.modes.common import STAT_COLUMNS, display_stat
 from probe.modes.stat_columns import difference_columns, numeric_fields, stat_display_columns
 from probe.modes.statistics import stat_difference
 from probe.sheet_format import SheetFormat
-from probe.xlsx import _number_tails, column_tails
+from probe.xlsx import _number_tails, _percent_tails, column_tails
 
 DATA = Path(__file__).parent / "data" / "pytorch"
 
@@ -96,6 +96,10 @@ def test_difference_columns_equal_stat_difference(pairs) -> None:
         assert isinstance(column, NumberTexts)
         assert all(t in NUMBER_WORDS or (math.isfinite(float(t)) and repr(float(t)) == t) for t in column)
         assert _number_tails(column) == column_tails(layout.column(0, list(column)))
+    for column in columns[4:]:  # the same followed by "%", or NUMBER_WORDS
+        assert isinstance(column, PercentTexts)
+        assert all(t in NUMBER_WORDS or (t[-1] == "%" and repr(float(t[:-1])) == t[:-1]) for t in column)
+        assert _percent_tails(column) == column_tails(layout.column(0, list(column)))
 
 
 def numeric_texts_by_cell(target: list, golden: list, inf_text: tuple[str, str]) -> list[str]:

@@ -63,6 +63,13 @@ class JoinedFields(TextColumn):
     __slots__ = ()
 
 
+class PercentTexts(TextColumn):
+    """A :class:`TextColumn` whose every cell is ``repr`` of a finite float followed by
+    ``%``, or one of :data:`NUMBER_WORDS` (a relative-error column)."""
+
+    __slots__ = ()
+
+
 NUMBER_WORDS = frozenset({"0", "N/A", "Diff", "Nan", "inf", "-inf"})
 """The texts a :class:`NumberTexts` cell holds besides ``repr`` of finite floats."""
 
@@ -361,7 +368,7 @@ def _cell_texts(column: Sequence[Any], pos_inf: str, neg_inf: str) -> list[str]:
 def safe_cells(column: Sequence[Any], stat: bool, inf_text: tuple[str, str]) -> Sequence[Any]:
     """A column with the exporters' spreadsheet rules applied and values kept as values:
     :func:`probe.cells.safe_cell` on text, infinite floats of ``stat`` columns as ``inf_text``."""
-    if column.__class__ is TextColumn or column.__class__ is NumberTexts:
+    if isinstance(column, TextColumn):
         return column
     kinds = list(map(type, column))
     types = set(kinds)

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from probe.csvtext import NUMBER_WORDS, NumberTexts, finite_floats, float_texts
+from probe.csvtext import NUMBER_WORDS, NumberTexts, PercentTexts, finite_floats, float_texts
 from probe.sheet_format import SAMPLE_ROWS, SheetFormat, sheet_format
 from probe.zipstream import MemberWriter, ZipStream
 
@@ -140,6 +140,19 @@ def _number_tails(column: NumberTexts) -> list[str]:
     return [get(text) or f"><v>{text}</v></c>" for text in column]
 
 
+def _percent_tails(column: PercentTexts) -> list[str]:
+    """:func:`column_tails` of a :class:`probe.csvtext.PercentTexts` column in a numeric
+    column (what ``SheetFormat.column`` then :func:`column_tails` give): ``x%`` stays text,
+    ``"0"`` is the number 0.0, the other words stay text."""
+    tails = (_INLINE + f"{_INLINE_END}\x00{_INLINE}".join(column) + _INLINE_END).split("\x00")
+    words = {word: _cell_tail(word) for word in NUMBER_WORDS}
+    words["0"] = "><v>0.0</v></c>"
+    if not words.keys().isdisjoint(column):
+        for i in compress(range(len(column)), map(words.__contains__, column)):
+            tails[i] = words[column[i]]
+    return tails
+
+
 def _kind_tails(values: list[Any], kind: type) -> list[str]:
     """:func:`_cell_tail` of values all of type ``kind``."""
     if kind is str:
@@ -164,6 +177,10 @@ def _text_tails(texts: list[str]) -> list[str]:
     if cells is texts:
         return tails
     return list(map(dict(zip(cells, tails)).__getitem__, texts))
+
+
+_SPECIAL_TAILS = {NumberTexts: _number_tails, PercentTexts: _percent_tails}
+"""Column kinds whose tails in a numeric column are made without looking at each cell's type."""
 
 
 class XlsxWriter:
@@ -261,7 +278,7 @@ class XlsxWriter:
             count = len(block[0]) if block else 0
             if len(block) != width or any(len(column) != count for column in block):
                 raise ValueError(f"rows from {number + 1} do not have the header's {width} cells")
-            tails = [_number_tails(column) if column.__class__ is NumberTexts and layout.numeric[i]
+            tails = [_SPECIAL_TAILS[column.__class__](column) if column.__class__ in _SPECIAL_TAILS and layout.numeric[i]
                      else column_tails(layout.column(i, column)) for i, column in enumerate(block)]
             numbers = list(map(str, range(number + 1, number + 1 + count)))
             rows = list(map(row.__mod__, zip(numbers, *chain.from_iterable(zip(repeat(numbers), tails)))))

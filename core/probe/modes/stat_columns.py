@@ -21,7 +21,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import orjson
 
-from probe.csvtext import JoinedFields, NumberTexts, TextColumn, column_texts, float_texts, matrix_rows, plain_floats
+from probe.csvtext import (JoinedFields, NumberTexts, PercentTexts, column_texts, float_texts, matrix_rows,
+                           plain_floats)
 from probe.modes.common import display_stat
 
 _NAN = float("nan")
@@ -145,11 +146,12 @@ def difference_columns(target_stats: Sequence[tuple[Any, ...]], golden_stats: Se
     ``slow(npu, bench)`` is the per-value rule (``stat_difference``) used for every pair
     that is not two finite floats or two exact ints; ``matrices`` are :func:`stat_matrix`
     of both sides when at hand. The columns are numbers and fixed words, their own CSV
-    fields (:class:`probe.csvtext.TextColumn`); the ``diff`` ones are
-    :class:`probe.csvtext.NumberTexts` (``repr`` of finite floats and ``NUMBER_WORDS``).
+    fields (:class:`probe.csvtext.TextColumn`): the ``diff`` ones are
+    :class:`probe.csvtext.NumberTexts` (``repr`` of finite floats and ``NUMBER_WORDS``), the
+    ``relative`` ones :class:`probe.csvtext.PercentTexts` (the same followed by ``%``).
     """
     if len(target_stats) == 0:
-        return [NumberTexts() for _ in range(4)] + [TextColumn() for _ in range(4)]
+        return [NumberTexts() for _ in range(4)] + [PercentTexts() for _ in range(4)]
     d = _differences(target_stats, golden_stats, matrices)
     ok, diff, rel, zero, unrecorded = d.ok, d.diff, d.rel, d.zero, d.unrecorded
     inf_rel = ok & ~zero & (d.golden == 0)
@@ -160,7 +162,7 @@ def difference_columns(target_stats: Sequence[tuple[Any, ...]], golden_stats: Se
     rels: list[list[str]] = []
     for j in range(4):  # a column at a time: its numbers formatted in bulk, "%" added in one join
         d_list = NumberTexts(float_texts(np.ascontiguousarray(diff[:, j])))
-        r_list = TextColumn(("%\x00".join(float_texts(np.ascontiguousarray(rel[:, j]))) + "%").split("\x00"))
+        r_list = PercentTexts(("%\x00".join(float_texts(np.ascontiguousarray(rel[:, j]))) + "%").split("\x00"))
         for i in np.flatnonzero(zero[:, j] | unrecorded[:, j]).tolist():
             d_list[i] = r_list[i] = "0"
         for i in np.flatnonzero(inf_rel[:, j]).tolist():
