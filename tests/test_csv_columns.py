@@ -151,6 +151,7 @@ def test_stat_display_columns_equal_display_stat(rows) -> None:
     for column in columns:  # a stat column's own text equals that of its cells
         for inf_text in (CSV_INF, ("inf", "-inf")):
             assert column.csv_texts(inf_text) == column_texts(list(column), True, inf_text)
+        assert column_tails(column) == column_tails(list(column))  # and so do its sheet cells
 
 
 @pytest.mark.parametrize("case, mode", [("stat_mix_tfm", "statistics"), ("nan_inf_cnn", "statistics"),

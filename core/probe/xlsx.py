@@ -115,6 +115,17 @@ def _cell_tail(value: Any) -> str:
 def column_tails(column: Sequence[Any]) -> list[str]:
     """:func:`_cell_tail` of every value of a column, a kind of value at a time (finite floats
     formatted in bulk by :func:`probe.csvtext.float_texts`, texts by :func:`_text_tails`)."""
+    float_cells = getattr(column, "float_cells", None)  # a column that knows its finite floats
+    if float_cells is not None and len(column):
+        import numpy as np  # noqa: PLC0415 - numpy only when reports render
+
+        finite, values = float_cells()
+        out = np.empty(len(column), dtype=object)
+        out[finite] = _float_tails(values[finite])
+        rest = np.flatnonzero(~finite).tolist()
+        if rest:
+            out[rest] = column_tails([column[i] for i in rest])
+        return out.tolist()
     kinds = list(map(type, column))
     types = set(kinds)
     if len(types) <= 1:
@@ -158,8 +169,13 @@ def _kind_tails(values: list[Any], kind: type) -> list[str]:
     if kind is str:
         return _text_tails(values)
     if kind is float and finite_floats(values):
-        return ("><v>" + "</v></c>\x00><v>".join(float_texts(values)) + "</v></c>").split("\x00")
+        return _float_tails(values)
     return list(map(_cell_tail, values))
+
+
+def _float_tails(values: Any) -> list[str]:
+    """:func:`_cell_tail` of finite floats (a list or a float64 array), formatted in bulk."""
+    return ("><v>" + "</v></c>\x00><v>".join(float_texts(values)) + "</v></c>").split("\x00")
 
 
 def _text_tails(texts: list[str]) -> list[str]:

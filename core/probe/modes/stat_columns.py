@@ -73,6 +73,10 @@ class StatColumn(list):
         self._values = values
         self._finite = finite
 
+    def float_cells(self) -> tuple[np.ndarray, np.ndarray]:
+        """Which cells are finite floats (a boolean array) and the column's values as float64."""
+        return self._finite, self._values
+
     def csv_texts(self, inf_text: tuple[str, str]) -> list[str]:
         """What :func:`probe.csvtext.column_texts` gives for this column as a stat column."""
         finite = self._finite
