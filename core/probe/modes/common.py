@@ -6,7 +6,7 @@ import json
 import math
 from collections.abc import Sequence
 from itertools import compress
-from operator import add, attrgetter, eq, methodcaller, not_
+from operator import attrgetter, eq, not_
 from typing import Any
 
 from probe.formats.msprobe.dtypes import canonical_dtype
@@ -52,10 +52,7 @@ MSG_SHAPE = "error: The shape of NPU and Bench are inconsistent."
 MSG_UNMATCHED = "No bench data matched."
 _NA4 = (NA,) * 4
 _INF = math.inf
-_HAS_TEXT, _MESSAGES, _NOTES = attrgetter("has_text"), attrgetter("messages"), attrgetter("notes")
-_PAIR, _TARGET, _GOLDEN = attrgetter("pair"), attrgetter("target"), attrgetter("golden")
-_VERDICT = attrgetter("verdict")
-_STACK = methodcaller("extra_value", "stack", NA)
+_HAS_TEXT = attrgetter("has_text")
 
 
 def display_stat(value: Any) -> Any:
@@ -114,13 +111,13 @@ def err_message(row: RowResult) -> str:
 def err_message_column(records: Sequence[RowResult]) -> list[str]:
     """:func:`err_message` of every record (each distinct list of texts encoded once)."""
     column = ["[]"] * len(records)
-    where = list(compress(range(len(records)), map(_HAS_TEXT, records)))
-    if not where:
-        return column
-    rows = list(map(records.__getitem__, where))
-    keys = list(map(tuple, map(add, map(_MESSAGES, rows), map(_NOTES, rows))))
-    texts = {key: json.dumps(list(key), ensure_ascii=False) for key in set(keys)}
-    for i, text in zip(where, map(texts.__getitem__, keys)):
+    texts: dict[tuple[str, ...], str] = {}
+    for i in compress(range(len(records)), map(_HAS_TEXT, records)):
+        row = records[i]
+        key = (*row.messages, *row.notes)
+        text = texts.get(key)
+        if text is None:
+            text = texts[key] = json.dumps(list(key), ensure_ascii=False)
         column[i] = text
     return column
 
@@ -217,8 +214,7 @@ def same_dtype(target: str, golden: str) -> bool:
 
 def common_columns(records: Sequence[RowResult]) -> list[list[Any]]:
     """:func:`common_cells` of every record, as eight columns."""
-    pairs = list(map(_PAIR, records))
-    return side_columns(list(map(_TARGET, pairs)), list(map(_GOLDEN, pairs)))
+    return side_columns([r.pair.target for r in records], [r.pair.golden for r in records])
 
 
 def side_columns(targets: Sequence[Row], goldens: Sequence[Row | None]) -> list[list[Any]]:
@@ -261,9 +257,9 @@ def tail_columns(records: Sequence[RowResult], with_stack: bool,
         if not all(consistent):
             for i in compress(range(len(consistent)), map(not_, consistent)):
                 consistent[i] = requires_grad_consistent(records[i])
-    columns = [consistent, list(map(_VERDICT, records)), err_message_column(records)]
+    columns = [consistent, [r.verdict for r in records], err_message_column(records)]
     if with_stack:
-        columns.append(list(map(_STACK, records)))
+        columns.append([r.extra_value("stack", NA) for r in records])
     return columns
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from operator import attrgetter
 from typing import Any
 
 from probe.model import ERROR, NA, WARNING, FlatDump, ModeContext, Pair
@@ -15,7 +14,6 @@ METRIC_COLUMNS = ["NPU MD5", "BENCH MD5"]
 MSG_PARAMETER = "warning: The parameter of NPU does not match the bench."
 MSG_CRC = "error: The CRC-32 value of NPU differs from that of the bench."
 _MISSING = (NA, "Nan", "", None)
-_METRICS = attrgetter("metrics")
 
 
 def _md5(row) -> str:
@@ -65,8 +63,8 @@ class Md5Mode:
     def render_columns(self, records: Sequence[RowResult], with_stack: bool) -> list[list[Any]]:
         """The report as columns (what :meth:`render` gives row by row)."""
         columns = common.common_columns(records)
-        npu, bench = zip(*map(_METRICS, records)) if records else ((), ())
-        columns.append(list(npu))
-        columns.append(list(bench))
+        metrics = [r.metrics for r in records]
+        columns.append([m[0] for m in metrics])
+        columns.append([m[1] for m in metrics])
         columns.extend(common.tail_columns(records, with_stack, (columns[6], columns[7])))
         return columns

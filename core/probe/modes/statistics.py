@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from operator import attrgetter
 from typing import Any
 
 from probe.csvtext import JoinedFields, column_texts
@@ -134,7 +133,6 @@ def stat_metrics(pair: Pair) -> tuple[str, ...]:
     return (d0, d1, d2, d3, r0, r1, r2, r3)
 
 
-_PAIR, _TARGET, _GOLDEN, _STATS = (attrgetter(a) for a in ("pair", "target", "golden", "stats"))
 _STORED_METRICS = RowResult.metrics
 """The ``metrics`` slot of :class:`RowResult` (which :class:`StatRowResult` hides)."""
 
@@ -298,11 +296,10 @@ class StatisticsMode:
 
         lazy = [i for i, r in enumerate(records)
                 if r.__class__ is StatRowResult and _STORED_METRICS.__get__(r, RowResult) is None]
-        pairs = list(map(_PAIR, records))
-        targets, goldens = list(map(_TARGET, pairs)), list(map(_GOLDEN, pairs))
+        targets, goldens = [r.pair.target for r in records], [r.pair.golden for r in records]
         columns = common.side_columns(targets, goldens)
         if len(lazy) == len(records):
-            columns.append(numeric_fields(list(map(_STATS, targets)), list(map(_STATS, goldens)), stat_difference,
+            columns.append(numeric_fields([t.stats for t in targets], [g.stats for g in goldens], stat_difference,
                                           inf_text))
         else:  # unmatched rows, or metrics set by hand: those rows through render_columns
             fields = JoinedFields([""] * len(records))
