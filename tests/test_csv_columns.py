@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 
 import probe
 from probe.cells import safe_row
-from probe.csvtext import NUMBER_WORDS, NumberTexts, column_texts, csv_lines, float_texts, safe_cells
+from probe.csvtext import NUMBER_WORDS, JoinedFields, NumberTexts, PercentTexts, column_texts, csv_lines, float_texts, matrix_rows, safe_cells
 from probe.exporters import CSV_INF, _column_rows, _rows
 from probe.modes.common import STAT_COLUMNS, display_stat
-from probe.modes.stat_columns import difference_columns, stat_display_columns
+from probe.modes.stat_columns import difference_columns, numeric_fields, stat_display_columns
 from probe.modes.statistics import stat_difference
 from probe.sheet_format import SheetFormat
-from probe.xlsx import _number_tails, column_tails
+from probe.xlsx import _number_tails, _percent_tails, column_tails
 
 DATA = Path(__file__).parent / "data" / "pytorch"
 
@@ -96,6 +96,51 @@ def test_difference_columns_equal_stat_difference(pairs) -> None:
         assert isinstance(column, NumberTexts)
         assert all(t in NUMBER_WORDS or (math.isfinite(float(t)) and repr(float(t)) == t) for t in column)
         assert _number_tails(column) == column_tails(layout.column(0, list(column)))
+    for column in columns[4:]:  # the same followed by "%", or NUMBER_WORDS
+        assert isinstance(column, PercentTexts)
+        assert all(t in NUMBER_WORDS or (t[-1] == "%" and repr(float(t[:-1])) == t[:-1]) for t in column)
+        assert _percent_tails(column) == column_tails(layout.column(0, list(column)))
+
+
+def numeric_texts_by_cell(target: list, golden: list, inf_text: tuple[str, str]) -> list[str]:
+    """The sixteen numeric CSV fields of each row, cell by cell (the reference of :func:`numeric_fields`)."""
+    columns = (difference_columns(target, golden, stat_difference) + stat_display_columns(target)
+               + stat_display_columns(golden))
+    return list(map(",".join, zip(*[column_texts(list(c), k >= 8, inf_text) for k, c in enumerate(columns)])))
+
+
+small = st.floats(min_value=-2e-4, max_value=2e-4, allow_nan=False)
+numeric_stats = st.one_of(stats, small, st.sampled_from([1e-4, 1e-5, 9.99e-06, 1e16, -1e22, 1.5e300, "[0]", "],[", "=1"]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.tuples(*[numeric_stats] * 4), st.tuples(*[numeric_stats] * 4)), min_size=1, max_size=25),
+       st.sampled_from([CSV_INF, ("inf", "-inf")]))
+def test_numeric_fields_equal_the_cell_texts(pairs, inf_text) -> None:
+    target = [p[0] for p in pairs]
+    golden = [p[1] for p in pairs]
+    fields = numeric_fields(target, golden, stat_difference, inf_text)
+    assert isinstance(fields, JoinedFields)
+    assert fields == numeric_texts_by_cell(target, golden, inf_text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.one_of(st.floats(width=64), small), min_size=3, max_size=3), min_size=1, max_size=12),
+       st.data())
+def test_matrix_rows_equal_repr_with_special_texts(rows, data) -> None:
+    import numpy as np
+
+    from probe.csvtext import plain_floats
+
+    matrix = np.array(rows, dtype=np.float64)
+    special = ~plain_floats(matrix) | np.array(data.draw(st.lists(st.booleans(), min_size=matrix.size,
+                                                                  max_size=matrix.size))).reshape(matrix.shape)
+    texts = data.draw(st.lists(st.text(alphabet="[],0n%\n", max_size=4), min_size=int(special.sum()),
+                               max_size=int(special.sum())))
+    filled = iter(texts)
+    expected = [",".join(next(filled) if special[i, j] else repr(v) for j, v in enumerate(row))
+                for i, row in enumerate(matrix.tolist())]
+    assert matrix_rows(matrix, special, texts) == expected
 
 
 @settings(max_examples=300, deadline=None)
@@ -106,6 +151,7 @@ def test_stat_display_columns_equal_display_stat(rows) -> None:
     for column in columns:  # a stat column's own text equals that of its cells
         for inf_text in (CSV_INF, ("inf", "-inf")):
             assert column.csv_texts(inf_text) == column_texts(list(column), True, inf_text)
+        assert column_tails(column) == column_tails(list(column))  # and so do its sheet cells
 
 
 @pytest.mark.parametrize("case, mode", [("stat_mix_tfm", "statistics"), ("nan_inf_cnn", "statistics"),
@@ -128,6 +174,9 @@ def test_render_columns_equal_render(case: str, mode: str) -> None:
     assert "".join(csv_lines(columns, stat_index, CSV_INF)) == writer_text(list(_rows(result, CSV_INF)), [], CSV_INF)
     for inf_text in (CSV_INF, ("inf", "-inf")):  # the xlsx exporter's rows
         assert list(_column_rows(result, inf_text)) == list(_rows(result, inf_text))
+    csv_columns = getattr(result.mode, "csv_columns", None)
+    if csv_columns is not None:  # the CSV exporter's columns (numeric ones as joined text)
+        assert csv_lines(csv_columns(result.records, result.with_stack, CSV_INF)) == writer_text(rows, stat_index, CSV_INF)
 
 
 @settings(max_examples=400, deadline=None)
@@ -158,8 +207,33 @@ def test_float_texts_fall_back_to_repr_on_an_unknown_layout(monkeypatch) -> None
 
 
 def test_stat_matrix_kinds() -> None:
-    from probe.modes.stat_columns import FLOAT, INT, OTHER, stat_matrix
+    from probe.modes.stat_columns import FLOAT, INT, NONE, OTHER, stat_matrix
 
     matrix = stat_matrix([(10**400, 3, 2**60, 1.5), (None, True, "x", -2)])
-    assert matrix.kinds.tolist() == [[OTHER, INT, OTHER, FLOAT], [OTHER, OTHER, OTHER, INT]]
+    assert matrix.kinds.tolist() == [[OTHER, INT, OTHER, FLOAT], [NONE, OTHER, OTHER, INT]]
     assert matrix.values[0, 1] == 3.0 and matrix.values[1, 3] == -2.0
+
+
+def test_csv_columns_with_metrics_set_by_hand() -> None:
+    root = DATA / "stat_mix_tfm"
+    target = next(root.glob("target/**/dump.json"))
+    golden = root / "golden" / target.relative_to(root / "target")
+    result = probe.compare(target, golden, analyze=False).results[0]
+    for record in result.records[3:40:7]:
+        record.metrics = ("=1", "a,b", 1.5, -2, None, "N/A", 1e-7, math.inf)
+    rows = list(result.table())
+    stat_index = [result.columns.index(c) for c in STAT_COLUMNS]
+    text = csv_lines(result.mode.csv_columns(result.records, result.with_stack, CSV_INF))
+    assert text == writer_text(rows, stat_index, CSV_INF)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.floats(min_value=1e-5, max_value=1e-4, exclude_max=True),
+                          st.floats(min_value=-1e-4, max_value=-1e-5, exclude_min=True),
+                          st.floats(min_value=-1e-5, max_value=1e-5), st.sampled_from([1e-05, -2e-05, 9e-05])),
+                min_size=1, max_size=40))
+def test_float_texts_of_small_values_equal_repr(values: list[float]) -> None:
+    import numpy as np
+
+    assert float_texts(values) == list(map(repr, values))
+    assert float_texts(np.array(values)) == list(map(repr, values))

@@ -56,6 +56,20 @@ class NumberTexts(TextColumn):
     __slots__ = ()
 
 
+class JoinedFields(TextColumn):
+    """A :class:`TextColumn` whose every cell is the CSV text of several adjacent report
+    columns of one row (their fields joined by commas): written as it is."""
+
+    __slots__ = ()
+
+
+class PercentTexts(TextColumn):
+    """A :class:`TextColumn` whose every cell is ``repr`` of a finite float followed by
+    ``%``, or one of :data:`NUMBER_WORDS` (a relative-error column)."""
+
+    __slots__ = ()
+
+
 NUMBER_WORDS = frozenset({"0", "N/A", "Diff", "Nan", "inf", "-inf"})
 """The texts a :class:`NumberTexts` cell holds besides ``repr`` of finite floats."""
 
@@ -67,8 +81,9 @@ def quote(text: str) -> str:
     return text
 
 
-def float_texts(values: Sequence[float]) -> list[str]:
-    """``repr`` of every value of ``values`` (all of type ``float``), formatted in bulk.
+def float_texts(values: Sequence[float] | Any) -> list[str]:
+    """``repr`` of every value of ``values`` (all of type ``float``, or a float64 numpy
+    array), formatted in bulk.
 
     orjson writes the same shortest round-trip digits as ``repr``; only the layout of
     values outside ``repr``'s positional range differs: orjson writes ``0.0000123`` and
@@ -77,41 +92,100 @@ def float_texts(values: Sequence[float]) -> list[str]:
     values from 1e16 on take ``repr`` itself. If the installed orjson lays numbers out
     otherwise (checked once), every value takes ``repr``.
     """
-    if not values:
+    if len(values) == 0:
         return []
-    if not _orjson_layout_known():
-        return list(map(repr, values))
     import numpy as np  # noqa: PLC0415 - numpy only when floats are written
 
-    texts = orjson.dumps(values).decode()[1:-1].split(",")
-    size = np.abs(np.array(values, dtype=np.float64))
+    if not _orjson_layout_known():
+        return list(map(repr, values.tolist() if isinstance(values, np.ndarray) else values))
+    array = np.ascontiguousarray(values, dtype=np.float64)
+    texts = orjson.dumps(array, option=orjson.OPT_SERIALIZE_NUMPY).decode()[1:-1].split(",")
+    size = np.abs(array)
     with np.errstate(invalid="ignore"):
         small = (size < _REPR_LOW) & (size != 0)
-        fixed = [(np.flatnonzero(small & (size >= _TENTH_LOW)).tolist(), _positional_small),
-                 (np.flatnonzero(small & (size < _TENTH_LOW)).tolist(), _exponent_small)]
-    for where, fix in fixed:
-        if where:
-            for i, text in zip(where, fix([texts[i] for i in where])):
-                texts[i] = text
-    for i in np.flatnonzero(~(size < _REPR_HIGH)).tolist():  # huge, NaN, infinities
-        texts[i] = repr(values[i])
+        if small.any():
+            positional = small & (size >= _TENTH_LOW)
+            for where, fix in ((np.flatnonzero(positional), _positional_small),
+                               (np.flatnonzero(small & ~positional), _exponent_small)):
+                if len(where):
+                    for i, text in zip(where.tolist(), fix([texts[i] for i in where.tolist()])):
+                        texts[i] = text
+        odd = np.flatnonzero(~(size < _REPR_HIGH))  # huge, NaN, infinities
+    if len(odd):
+        for i in odd.tolist():
+            texts[i] = repr(float(array[i]))
     return texts
+
+
+def matrix_rows(matrix: Any, special: Any, texts: Sequence[str]) -> JoinedFields:
+    """The CSV fields of a float64 matrix, one text per row (its cells joined by commas).
+
+    A cell reads ``repr`` of its value, except the ``special`` cells (a boolean mask; every
+    cell whose value :func:`plain_floats` rejects must be one), which read ``texts`` in
+    row-major order, as given. orjson writes the whole matrix at once; special cells are
+    written as ``null`` and replaced in one join.
+    """
+    import numpy as np  # noqa: PLC0415 - numpy only when floats are written
+
+    if len(matrix) == 0:
+        return JoinedFields()
+    values = np.where(special, np.nan, matrix)
+    body = orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY).decode()[2:-2]
+    rows = "],["
+    if len(texts):
+        held = "".join(texts)
+        if "[" in held or "]" in held:  # texts side by side could form the separator: split rows at a free character
+            free = next(c for c in map(chr, range(1, 0x110000)) if c not in held)  # orjson writes no control character
+            body, rows = body.replace(rows, free), free
+        pieces = body.split("null")
+        if len(pieces) != len(texts) + 1:
+            raise ValueError("special cells and their texts differ in number")
+        parts = [""] * (2 * len(pieces) - 1)
+        parts[0::2] = pieces
+        parts[1::2] = texts
+        body = "".join(parts)
+    return JoinedFields(body.split(rows))
+
+
+def plain_floats(values: Any) -> Any:
+    """Where a float64 array holds values orjson writes exactly as ``repr`` (zero, or a
+    finite magnitude in ``repr``'s positional range, or above it when orjson agrees there)."""
+    import numpy as np  # noqa: PLC0415 - numpy only when floats are written
+
+    if not _orjson_layout_known():
+        return np.zeros(np.shape(values), dtype=bool)
+    size = np.abs(values)
+    with np.errstate(invalid="ignore"):
+        return ((size >= _REPR_LOW) & (size < (_INF if _orjson_large_known() else _REPR_HIGH))) | (size == 0)
+
+
+@functools.cache
+def _orjson_large_known() -> bool:
+    """Whether the installed orjson writes values from 1e16 up as ``repr`` does."""
+    import numpy as np  # noqa: PLC0415 - numpy only when floats are written
+
+    probes = [1e16, -1e16, 1.5e16, 1.2345678901234568e+17, 1e22, 1.7976931348623157e308, 9.999999999999999e+22,
+              123456789012345680.0, -2.5e300]
+    texts = orjson.dumps(np.array(probes), option=orjson.OPT_SERIALIZE_NUMPY).decode()[1:-1].split(",")
+    return texts == list(map(repr, probes))
 
 
 _TENTH_LOW = 1e-5
 """orjson writes values from 1e-5 up to 1e-4 positionally (``0.0000123``)."""
-
-
 def _positional_small(texts: list[str]) -> list[str]:
-    """``-0.0000123`` -> ``-1.23e-05`` (orjson's text of values in [1e-5, 1e-4), as ``repr`` has them)."""
-    out = []
-    append = out.append
-    for text in texts:
-        digits = text[7:] if text[0] == "-" else text[6:]
-        if not text.startswith("0.0000", len(text) - len(digits) - 6) or not digits.isdigit():
-            return [repr(float(t)) for t in texts]
-        point = "." if len(digits) > 1 else ""
-        append(f"{text[:len(text) - len(digits) - 6]}{digits[0]}{point}{digits[1:]}e-05")
+    """``-0.0000123`` -> ``-1.23e-05`` (orjson's text of values in [1e-5, 1e-4), as ``repr`` has them).
+
+    Each text is ``[-]0.0000`` then digits, the first not zero (orjson's layout, checked
+    once by :func:`_orjson_layout_known`; the prefix is checked over all texts at once): a point follows the first digit (none when it is the only one) and ``e-05`` ends
+    the text. Texts laid out otherwise are re-read with ``float`` and written with ``repr``.
+    """
+    joined = ",".join(texts)
+    count = len(texts)
+    if joined.count("0.0000") != count or joined.count(".") != count or "0.00000" in joined or "e" in joined:
+        return [repr(float(t)) for t in texts]
+    out = [f"-{t[7]}.{t[8:]}e-05" if t[0] == "-" else f"{t[6]}.{t[7:]}e-05" for t in texts]
+    if min(map(len, texts)) < 9:  # a single digit: no point
+        out = [t.replace(".e", "e") for t in out]
     return out
 
 
@@ -137,7 +211,10 @@ def _orjson_layout_known() -> bool:
             texts[i] = (_positional_small if v >= _TENTH_LOW else _exponent_small)([texts[i]])[0]
         elif v >= _REPR_HIGH:
             texts[i] = repr(probes[i])
-    return texts == list(map(repr, probes))
+    import numpy as np  # noqa: PLC0415 - numpy only when floats are written
+
+    array = orjson.dumps(np.array(probes), option=orjson.OPT_SERIALIZE_NUMPY).decode()[1:-1].split(",")
+    return texts == list(map(repr, probes)) and array == orjson.dumps(probes).decode()[1:-1].split(",")
 
 
 def formula_safe(column: Sequence[str]) -> Sequence[str]:
@@ -212,7 +289,7 @@ def column_texts(column: Sequence[Any], stat: bool = False, inf_text: tuple[str,
     :class:`TextColumn` is its own text; a column with a ``csv_texts(inf_text)`` method
     (a stat column that knows its cells' kinds) makes its text itself.
     """
-    if column.__class__ is TextColumn or column.__class__ is NumberTexts:
+    if isinstance(column, TextColumn):
         return column
     if stat and hasattr(column, "csv_texts"):
         return column.csv_texts(inf_text)
@@ -291,7 +368,7 @@ def _cell_texts(column: Sequence[Any], pos_inf: str, neg_inf: str) -> list[str]:
 def safe_cells(column: Sequence[Any], stat: bool, inf_text: tuple[str, str]) -> Sequence[Any]:
     """A column with the exporters' spreadsheet rules applied and values kept as values:
     :func:`probe.cells.safe_cell` on text, infinite floats of ``stat`` columns as ``inf_text``."""
-    if column.__class__ is TextColumn or column.__class__ is NumberTexts:
+    if isinstance(column, TextColumn):
         return column
     kinds = list(map(type, column))
     types = set(kinds)

@@ -149,9 +149,13 @@ def csv_body(handle: Any, result: CompareResult) -> None:
 def _write_column_range(handle: Any, result: CompareResult, columns: list[str], start: int, stop: int) -> None:
     """CSV lines of rows ``start:stop`` of ``result``, rendered a chunk of columns at a time."""
     stat_index = [columns.index(c) for c in STAT_COLUMNS if c in columns]
+    csv_columns = getattr(result.mode, "csv_columns", None)
     for begin in range(start, stop, COLUMN_CHUNK):
-        table = result.table_columns(begin, min(stop, begin + COLUMN_CHUNK))
-        handle.write(csv_lines(table, stat_index, CSV_INF))
+        end = min(stop, begin + COLUMN_CHUNK)
+        if csv_columns is not None:  # the mode writes some columns as CSV text itself
+            handle.write(csv_lines(csv_columns(result.records[begin:end], result.with_stack, CSV_INF)))
+        else:
+            handle.write(csv_lines(result.table_columns(begin, end), stat_index, CSV_INF))
 
 
 def _write_body(handle: Any, rows: Iterable[list[Any]], stack: int | None) -> None:

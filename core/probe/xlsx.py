@@ -20,7 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from probe.csvtext import NUMBER_WORDS, NumberTexts, finite_floats, float_texts
+from probe.csvtext import NUMBER_WORDS, NumberTexts, PercentTexts, finite_floats, float_texts
 from probe.sheet_format import SAMPLE_ROWS, SheetFormat, sheet_format
 from probe.zipstream import MemberWriter, ZipStream
 
@@ -115,6 +115,17 @@ def _cell_tail(value: Any) -> str:
 def column_tails(column: Sequence[Any]) -> list[str]:
     """:func:`_cell_tail` of every value of a column, a kind of value at a time (finite floats
     formatted in bulk by :func:`probe.csvtext.float_texts`, texts by :func:`_text_tails`)."""
+    float_cells = getattr(column, "float_cells", None)  # a column that knows its finite floats
+    if float_cells is not None and len(column):
+        import numpy as np  # noqa: PLC0415 - numpy only when reports render
+
+        finite, values = float_cells()
+        out = np.empty(len(column), dtype=object)
+        out[finite] = _float_tails(values[finite])
+        rest = np.flatnonzero(~finite).tolist()
+        if rest:
+            out[rest] = column_tails([column[i] for i in rest])
+        return out.tolist()
     kinds = list(map(type, column))
     types = set(kinds)
     if len(types) <= 1:
@@ -140,13 +151,31 @@ def _number_tails(column: NumberTexts) -> list[str]:
     return [get(text) or f"><v>{text}</v></c>" for text in column]
 
 
+def _percent_tails(column: PercentTexts) -> list[str]:
+    """:func:`column_tails` of a :class:`probe.csvtext.PercentTexts` column in a numeric
+    column (what ``SheetFormat.column`` then :func:`column_tails` give): ``x%`` stays text,
+    ``"0"`` is the number 0.0, the other words stay text."""
+    tails = (_INLINE + f"{_INLINE_END}\x00{_INLINE}".join(column) + _INLINE_END).split("\x00")
+    words = {word: _cell_tail(word) for word in NUMBER_WORDS}
+    words["0"] = "><v>0.0</v></c>"
+    if not words.keys().isdisjoint(column):
+        for i in compress(range(len(column)), map(words.__contains__, column)):
+            tails[i] = words[column[i]]
+    return tails
+
+
 def _kind_tails(values: list[Any], kind: type) -> list[str]:
     """:func:`_cell_tail` of values all of type ``kind``."""
     if kind is str:
         return _text_tails(values)
     if kind is float and finite_floats(values):
-        return ("><v>" + "</v></c>\x00><v>".join(float_texts(values)) + "</v></c>").split("\x00")
+        return _float_tails(values)
     return list(map(_cell_tail, values))
+
+
+def _float_tails(values: Any) -> list[str]:
+    """:func:`_cell_tail` of finite floats (a list or a float64 array), formatted in bulk."""
+    return ("><v>" + "</v></c>\x00><v>".join(float_texts(values)) + "</v></c>").split("\x00")
 
 
 def _text_tails(texts: list[str]) -> list[str]:
@@ -164,6 +193,10 @@ def _text_tails(texts: list[str]) -> list[str]:
     if cells is texts:
         return tails
     return list(map(dict(zip(cells, tails)).__getitem__, texts))
+
+
+_SPECIAL_TAILS = {NumberTexts: _number_tails, PercentTexts: _percent_tails}
+"""Column kinds whose tails in a numeric column are made without looking at each cell's type."""
 
 
 class XlsxWriter:
@@ -252,17 +285,19 @@ class XlsxWriter:
         ``out``, a column at a time; the data rows written."""
         self._write_rows(out, columns, (), None, layout)
         width = len(columns)
-        # one row: '<row r="{0}"><c r="A{0}"{1}<c r="B{0}"{2}...</row>' with the cells' tails
-        row = '<row r="{0}">' + "".join(f'<c r="{column_letter(i)}{{0}}"{{{i + 1}}}' for i in range(width)) + "</row>"
+        # one row: '<row r="%s"><c r="A%s"%s<c r="B%s"%s...</row>' % (number, number, tail, number, tail, ...),
+        # the arguments zipped from the row numbers and the cells' tails
+        row = '<row r="%s">' + "".join(f'<c r="{column_letter(i)}%s"%s' for i in range(width)) + "</row>"
         styles = {name: f'<c s="{i}" r="' for i, name in enumerate(FILLS, start=1)}
         number = 1
         for block in blocks:
             count = len(block[0]) if block else 0
             if len(block) != width or any(len(column) != count for column in block):
                 raise ValueError(f"rows from {number + 1} do not have the header's {width} cells")
-            tails = [_number_tails(column) if column.__class__ is NumberTexts and layout.numeric[i]
+            tails = [_SPECIAL_TAILS[column.__class__](column) if column.__class__ in _SPECIAL_TAILS and layout.numeric[i]
                      else column_tails(layout.column(i, column)) for i, column in enumerate(block)]
-            rows = list(map(row.format, range(number + 1, number + 1 + count), *tails))
+            numbers = list(map(str, range(number + 1, number + 1 + count)))
+            rows = list(map(row.__mod__, zip(numbers, *chain.from_iterable(zip(repeat(numbers), tails)))))
             if fill_column is not None:
                 for k, value in enumerate(block[fill_column]):
                     style = styles.get(value)

@@ -6,7 +6,7 @@ import json
 import math
 from collections.abc import Sequence
 from itertools import compress
-from operator import attrgetter
+from operator import attrgetter, eq, not_
 from typing import Any
 
 from probe.formats.msprobe.dtypes import canonical_dtype
@@ -214,13 +214,17 @@ def same_dtype(target: str, golden: str) -> bool:
 
 def common_columns(records: Sequence[RowResult]) -> list[list[Any]]:
     """:func:`common_cells` of every record, as eight columns."""
-    targets = [r.pair.target for r in records]
-    goldens = [r.pair.golden for r in records]
+    return side_columns([r.pair.target for r in records], [r.pair.golden for r in records])
+
+
+def side_columns(targets: Sequence[Row], goldens: Sequence[Row | None]) -> list[list[Any]]:
+    """:func:`common_cells` of the rows of matched pairs (``goldens`` ``None`` where unmatched), as eight columns."""
+    matched = None not in goldens
     columns = []
     for attr in ("name", "dtype", "shape", "requires_grad"):
         get = attrgetter(attr)
         columns.append(list(map(get, targets)))
-        columns.append([NA if g is None else get(g) for g in goldens])
+        columns.append(list(map(get, goldens)) if matched else [NA if g is None else get(g) for g in goldens])
     return columns
 
 
@@ -241,13 +245,19 @@ def stat_columns(records: Sequence[RowResult], display_columns: Any) -> list[lis
     return columns
 
 
-def tail_columns(records: Sequence[RowResult], with_stack: bool) -> list[list[Any]]:
-    """Requires_grad Consistent, Result, Err_message [and the stack] of every record."""
-    columns = [
-        list(map(requires_grad_consistent, records)),
-        [r.verdict for r in records],
-        err_message_column(records),
-    ]
+def tail_columns(records: Sequence[RowResult], with_stack: bool,
+                 requires_grad: tuple[list[Any], list[Any]] | None = None) -> list[list[Any]]:
+    """Requires_grad Consistent, Result, Err_message [and the stack] of every record
+    (``requires_grad``: the two Requires_grad columns of :func:`common_columns`, when at hand)."""
+    if requires_grad is None:
+        consistent = list(map(requires_grad_consistent, records))
+    else:  # equal texts, or a matched row with a side that records none (see requires_grad_consistent)
+        target_rg, golden_rg = requires_grad
+        consistent = list(map(eq, target_rg, golden_rg))
+        if not all(consistent):
+            for i in compress(range(len(consistent)), map(not_, consistent)):
+                consistent[i] = requires_grad_consistent(records[i])
+    columns = [consistent, [r.verdict for r in records], err_message_column(records)]
     if with_stack:
         columns.append([r.extra_value("stack", NA) for r in records])
     return columns

@@ -66,5 +66,5 @@ class Md5Mode:
         metrics = [r.metrics for r in records]
         columns.append([m[0] for m in metrics])
         columns.append([m[1] for m in metrics])
-        columns.extend(common.tail_columns(records, with_stack))
+        columns.extend(common.tail_columns(records, with_stack, (columns[6], columns[7])))
         return columns

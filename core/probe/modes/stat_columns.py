@@ -16,27 +16,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import chain, compress, repeat
-from operator import is_
 from typing import Any, NamedTuple
 
 import numpy as np
+import orjson
 
-from probe.csvtext import NumberTexts, TextColumn, column_texts, float_texts
+from probe.csvtext import (JoinedFields, NumberTexts, PercentTexts, column_texts, float_texts, matrix_rows,
+                           plain_floats)
 from probe.modes.common import display_stat
 
 _NAN = float("nan")
 _NONE_TYPE = type(None)
-OTHER, FLOAT, INT = 0, 1, 2
-"""Kinds of statistic cells in a :class:`StatMatrix`."""
+OTHER, FLOAT, INT, NONE = 0, 1, 2, 3
+"""Kinds of statistic cells in a :class:`StatMatrix` (``NONE``: ``None``, a statistic not recorded)."""
 _EXACT_INT = 2**53
 """Ints below this magnitude are exact in float64 (their difference is computed in numpy)."""
-_FLOAT = {float}
-_NUMBER = frozenset({float, int})
+_KIND_OF = {float: FLOAT, int: INT, _NONE_TYPE: NONE}
+"""Kind of a statistic by its type (ints exact in float64 only: checked after)."""
 
 
 class StatMatrix(NamedTuple):
     """The statistics of a block of rows: ``values`` (float64, NaN where the cell is not a
-    number) and ``kinds`` (``FLOAT``, ``INT`` for ints exact in float64, ``OTHER``), both
+    number) and ``kinds`` (``FLOAT``, ``INT`` for ints exact in float64, ``NONE``, ``OTHER``), both
     of shape ``(rows, 4)``."""
 
     values: np.ndarray
@@ -46,26 +47,18 @@ class StatMatrix(NamedTuple):
 def stat_matrix(stats: Sequence[tuple[Any, ...]]) -> StatMatrix:
     """:class:`StatMatrix` of rows of four statistics."""
     flat = list(chain.from_iterable(stats))
-    types = list(map(type, flat))
-    present = set(types)
-    if not flat or present == _FLOAT:
-        values = np.array(flat, dtype=np.float64).reshape(-1, 4)
-        return StatMatrix(values, np.full(values.shape, FLOAT, dtype=np.int8))
-    kinds = np.array(list(map(is_, types, repeat(float))), dtype=np.int8)
-    if int not in present:
-        values = np.full(len(flat), _NAN)
-        values[kinds == FLOAT] = list(compress(flat, map(is_, types, repeat(float))))
-        return StatMatrix(values.reshape(-1, 4), kinds.reshape(-1, 4))
-    numeric = list(map(_NUMBER.__contains__, types))  # float or int (not bool)
-    where = np.array(numeric, dtype=bool)
+    kinds = np.fromiter(map(_KIND_OF.get, map(type, flat), repeat(OTHER)), dtype=np.int8, count=len(flat))
+    if (kinds == FLOAT).all():
+        return StatMatrix(np.array(flat, dtype=np.float64).reshape(-1, 4), kinds.reshape(-1, 4))
+    numeric = ((kinds == FLOAT) | (kinds == INT)).tolist()  # float or int (not bool)
     values = np.full(len(flat), _NAN)
     try:
-        values[where] = np.array(list(compress(flat, numeric)), dtype=np.float64)
+        values[numeric] = np.fromiter(compress(flat, numeric), dtype=np.float64)
     except OverflowError:  # an int beyond float64: such ints stay NaN (OTHER)
-        values[where] = [float(v) if v.__class__ is float or -_EXACT_INT < v < _EXACT_INT else _NAN
-                         for v in compress(flat, numeric)]
+        values[numeric] = [float(v) if v.__class__ is float or -_EXACT_INT < v < _EXACT_INT else _NAN
+                           for v in compress(flat, numeric)]
     with np.errstate(invalid="ignore"):
-        kinds[where & (kinds != FLOAT) & (np.abs(values) < _EXACT_INT)] = INT
+        kinds[(kinds == INT) & ~(np.abs(values) < _EXACT_INT)] = OTHER
     return StatMatrix(values.reshape(-1, 4), kinds.reshape(-1, 4))
 
 
@@ -79,6 +72,10 @@ class StatColumn(list):
         super().__init__(cells)
         self._values = values
         self._finite = finite
+
+    def float_cells(self) -> tuple[np.ndarray, np.ndarray]:
+        """Which cells are finite floats (a boolean array) and the column's values as float64."""
+        return self._finite, self._values
 
     def csv_texts(self, inf_text: tuple[str, str]) -> list[str]:
         """What :func:`probe.csvtext.column_texts` gives for this column as a stat column."""
@@ -107,10 +104,43 @@ def stat_display_columns(stats: Sequence[tuple[Any, ...]], matrix: StatMatrix | 
         for i in np.flatnonzero(floats[:, j] & np.isnan(values[:, j])).tolist():
             column[i] = "Nan"
         if not finite[:, j].all():
-            for i in np.flatnonzero(kinds[:, j] == OTHER).tolist():
+            for i in np.flatnonzero((kinds[:, j] == OTHER) | (kinds[:, j] == NONE)).tolist():
                 column[i] = display_stat(column[i])
         columns.append(column)
     return columns
+
+
+class _Differences(NamedTuple):
+    """What both difference renderings start from (arrays of shape ``(rows, 4)``)."""
+
+    matrices: tuple[StatMatrix, StatMatrix]
+    ok: np.ndarray
+    """Two finite floats, or two ints exact in float64: the difference is computed here."""
+    diff: np.ndarray
+    rel: np.ndarray
+    zero: np.ndarray
+    """Equal and non-zero, or equal zeros of the same sign: ``"0"``, ``"0"``."""
+    unrecorded: np.ndarray
+    """``None`` against ``None``: ``"0"``, ``"0"`` too."""
+
+    @property
+    def golden(self) -> np.ndarray:
+        return self.matrices[1].values
+
+
+def _differences(target_stats: Sequence[tuple[Any, ...]], golden_stats: Sequence[tuple[Any, ...]],
+                 matrices: tuple[StatMatrix, StatMatrix] | None) -> _Differences:
+    """The differences of two sides' statistics, computed in float64 where ``stat_difference``
+    would compute them (the same IEEE operations, in the same order)."""
+    if matrices is None:
+        matrices = stat_matrix(target_stats), stat_matrix(golden_stats)
+    (t, t_kind), (g, g_kind) = matrices
+    with np.errstate(all="ignore"):
+        ok = (t_kind == g_kind) & ((t_kind == FLOAT) | (t_kind == INT)) & np.isfinite(t) & np.isfinite(g)
+        diff = t - g
+        rel = np.abs(diff / g * 100)
+    zero = ok & (t == g) & ((t != 0) | (np.signbit(t) == np.signbit(g)))
+    return _Differences(matrices, ok, diff, rel, zero, (t_kind == NONE) & (g_kind == NONE))
 
 
 def difference_columns(target_stats: Sequence[tuple[Any, ...]], golden_stats: Sequence[tuple[Any, ...]],
@@ -120,36 +150,104 @@ def difference_columns(target_stats: Sequence[tuple[Any, ...]], golden_stats: Se
     ``slow(npu, bench)`` is the per-value rule (``stat_difference``) used for every pair
     that is not two finite floats or two exact ints; ``matrices`` are :func:`stat_matrix`
     of both sides when at hand. The columns are numbers and fixed words, their own CSV
-    fields (:class:`probe.csvtext.TextColumn`); the ``diff`` ones are
-    :class:`probe.csvtext.NumberTexts` (``repr`` of finite floats and ``NUMBER_WORDS``).
+    fields (:class:`probe.csvtext.TextColumn`): the ``diff`` ones are
+    :class:`probe.csvtext.NumberTexts` (``repr`` of finite floats and ``NUMBER_WORDS``), the
+    ``relative`` ones :class:`probe.csvtext.PercentTexts` (the same followed by ``%``).
     """
-    n = len(target_stats)
-    if n == 0:
-        return [NumberTexts() for _ in range(4)] + [TextColumn() for _ in range(4)]
-    (t, t_kind), (g, g_kind) = matrices if matrices is not None else (stat_matrix(target_stats),
-                                                                      stat_matrix(golden_stats))
-    with np.errstate(all="ignore"):
-        ok = (t_kind == g_kind) & (t_kind != OTHER) & np.isfinite(t) & np.isfinite(g)
-        diff = t - g
-        rel = np.abs(diff / g * 100)
-    equal = ok & (t == g)
-    # equal and non-zero, or equal zeros of the same sign: "0", "0"
-    zero = equal & ((t != 0) | (np.signbit(t) == np.signbit(g)))
-    inf_rel = ok & ~zero & (g == 0)
+    if len(target_stats) == 0:
+        return [NumberTexts() for _ in range(4)] + [PercentTexts() for _ in range(4)]
+    d = _differences(target_stats, golden_stats, matrices)
+    ok, diff, rel, zero, unrecorded = d.ok, d.diff, d.rel, d.zero, d.unrecorded
+    inf_rel = ok & ~zero & (d.golden == 0)
     # cells written as "0", "inf" or by ``slow`` are formatted as 0.0 (cheapest) and replaced
     diff[~ok | zero] = 0.0
     rel[~ok | zero | inf_rel] = 0.0
-    d_text = np.array(float_texts(diff.ravel().tolist()), dtype=object).reshape(n, 4)
-    r_text = np.array(float_texts(rel.ravel().tolist()), dtype=object).reshape(n, 4) + "%"
-    d_text[zero] = "0"
-    r_text[zero] = "0"
-    r_text[inf_rel] = "inf"
     diffs: list[list[str]] = []
     rels: list[list[str]] = []
-    for j in range(4):
-        d_list, r_list = NumberTexts(d_text[:, j].tolist()), TextColumn(r_text[:, j].tolist())
-        for i in np.flatnonzero(~ok[:, j]).tolist():
+    for j in range(4):  # a column at a time: its numbers formatted in bulk, "%" added in one join
+        d_list = NumberTexts(float_texts(np.ascontiguousarray(diff[:, j])))
+        r_list = PercentTexts(("%\x00".join(float_texts(np.ascontiguousarray(rel[:, j]))) + "%").split("\x00"))
+        for i in np.flatnonzero(zero[:, j] | unrecorded[:, j]).tolist():
+            d_list[i] = r_list[i] = "0"
+        for i in np.flatnonzero(inf_rel[:, j]).tolist():
+            r_list[i] = "inf"
+        for i in np.flatnonzero(~ok[:, j] & ~unrecorded[:, j]).tolist():
             d_list[i], r_list[i] = slow(target_stats[i][j], golden_stats[i][j])
         diffs.append(d_list)
         rels.append(r_list)
     return diffs + rels
+
+
+def numeric_fields(target_stats: Sequence[tuple[Any, ...]], golden_stats: Sequence[tuple[Any, ...]], slow: Any,
+                   inf_text: tuple[str, str], matrices: tuple[StatMatrix, StatMatrix] | None = None) -> JoinedFields:
+    """The CSV text of the sixteen numeric cells of matched rows (the four differences, the
+    four relative errors, both sides' statistics), one text per row.
+
+    The same text as :func:`difference_columns` and :func:`stat_display_columns` give
+    through :func:`probe.csvtext.column_texts` (``stat`` columns written with ``inf_text``),
+    made without a text object per cell: the sixteen columns are one float matrix that
+    orjson writes at once (:func:`probe.csvtext.matrix_rows`); only the cells orjson would
+    write otherwise than the report (words, ints, small or special values) and the relative
+    errors (``%`` follows their number) are written one by one. Tested equal on random
+    statistics.
+    """
+    if len(target_stats) == 0:
+        return JoinedFields()
+    d = _differences(target_stats, golden_stats, matrices)
+    (t, t_kind), (g, g_kind) = d.matrices
+    ok, diff, rel, zero, unrecorded = d.ok, d.diff, d.rel, d.zero, d.unrecorded
+    number = ok & ~zero  # a difference written as a number
+    relative = number & (g != 0)  # a relative error written as a number and "%"
+    # the texts of the cells that are not two finite floats (or two exact ints)
+    odd = ~ok & ~unrecorded
+    words = {i: slow(target_stats[i // 4][i % 4], golden_stats[i // 4][i % 4]) for i in np.flatnonzero(odd).tolist()}
+
+    def texts(values: np.ndarray, special: np.ndarray, numeric: np.ndarray, fixed: list[tuple[np.ndarray, str]],
+              side: int, suffix: str) -> np.ndarray:
+        """The texts of the ``special`` cells of a difference matrix, in row-major order."""
+        where = np.flatnonzero(special)
+        out = np.empty(len(where), dtype=object)
+        flat_numeric = numeric.ravel()[where]
+        if flat_numeric.any():
+            numbers = float_texts(values.ravel()[where[flat_numeric]])
+            out[flat_numeric] = (f"{suffix}\x00".join(numbers) + suffix).split("\x00") if suffix else numbers
+        for mask, word in fixed:
+            out[mask.ravel()[where]] = word
+        flat_odd = odd.ravel()[where]
+        if flat_odd.any():
+            out[flat_odd] = [words[i][side] for i in where[flat_odd].tolist()]
+        return out
+
+    d_special = ~number | ~plain_floats(diff)
+    r_special = np.ones_like(d_special)  # every relative error: its number takes a "%"
+    stats = np.hstack([t, g])
+    kinds = np.hstack([t_kind, g_kind])
+    s_special = (kinds != FLOAT) | ~plain_floats(stats)
+    special = np.hstack([d_special, r_special, s_special])
+    column = np.flatnonzero(special) % 16
+    cells = np.empty(len(column), dtype=object)
+    cells[column < 4] = texts(diff, d_special, number, [(zero | unrecorded, "0")], 0, "")
+    cells[(column >= 4) & (column < 8)] = texts(rel, r_special, relative,
+                                                [(zero | unrecorded, "0"), (number & ~relative, "inf")], 1, "%")
+    cells[column >= 8] = _stat_texts(stats, kinds, s_special, target_stats, golden_stats, inf_text)
+    return matrix_rows(np.hstack([diff, rel, stats]), special, cells.tolist())
+
+
+def _stat_texts(stats: np.ndarray, kinds: np.ndarray, special: np.ndarray, target_stats: Sequence[tuple[Any, ...]],
+                golden_stats: Sequence[tuple[Any, ...]], inf_text: tuple[str, str]) -> np.ndarray:
+    """The CSV texts of the ``special`` cells of both sides' statistics (``stats``: the
+    target's four columns then the golden's), in row-major order."""
+    where = np.flatnonzero(special)
+    out = np.empty(len(where), dtype=object)
+    kind = kinds.ravel()[where]
+    ints = kind == INT  # ints exact in float64: written by orjson as ints
+    if ints.any():
+        out[ints] = orjson.dumps(stats.ravel()[where[ints]].astype(np.int64),
+                                 option=orjson.OPT_SERIALIZE_NUMPY).decode()[1:-1].split(",")
+    out[kind == NONE] = "None"
+    rest = (kind != INT) & (kind != NONE)
+    if rest.any():
+        cells = [display_stat((target_stats if j < 4 else golden_stats)[row][j % 4])
+                 for row, j in map(divmod, where[rest].tolist(), repeat(8))]
+        out[rest] = column_texts(cells, True, inf_text)
+    return out

@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from probe.csvtext import JoinedFields, column_texts
 from probe.model import ERROR, NA, WARNING, FlatDump, ModeContext, Pair
 from probe.modes import common
 from probe.result import RowResult
@@ -257,7 +258,7 @@ class StatisticsMode:
             columns.extend(difference_columns(targets, goldens, stat_difference, matrices))
             columns.extend(stat_display_columns(targets, matrices[0]))
             columns.extend(stat_display_columns(goldens, matrices[1]))
-            columns.extend(common.tail_columns(records, with_stack))
+            columns.extend(common.tail_columns(records, with_stack, (columns[6], columns[7])))
             return columns
         if lazy:
             pairs = [records[i].pair for i in lazy]
@@ -273,7 +274,38 @@ class StatisticsMode:
                     column[i] = value
         columns.extend(metrics)
         columns.extend(common.stat_columns(records, stat_display_columns))
-        columns.extend(common.tail_columns(records, with_stack))
+        columns.extend(common.tail_columns(records, with_stack, (columns[6], columns[7])))
+        return columns
+
+    def csv_columns(self, records: Sequence[RowResult], with_stack: bool, inf_text: tuple[str, str]) -> list[list[Any]]:
+        """The report as CSV columns: :meth:`render_columns` with the sixteen numeric columns
+        (differences, relative errors, statistics; ``inf_text`` for infinite statistics)
+        already written as CSV text, one column of joined fields (see
+        :func:`probe.modes.stat_columns.numeric_fields`)."""
+        from probe.modes.stat_columns import numeric_fields  # numpy
+
+        lazy = [i for i, r in enumerate(records)
+                if r.__class__ is StatRowResult and _STORED_METRICS.__get__(r, RowResult) is None]
+        targets, goldens = [r.pair.target for r in records], [r.pair.golden for r in records]
+        columns = common.side_columns(targets, goldens)
+        if len(lazy) == len(records):
+            columns.append(numeric_fields([t.stats for t in targets], [g.stats for g in goldens], stat_difference,
+                                          inf_text))
+        else:  # unmatched rows, or metrics set by hand: those rows through render_columns
+            fields = JoinedFields([""] * len(records))
+            if lazy:
+                fast = numeric_fields([targets[i].stats for i in lazy], [goldens[i].stats for i in lazy],
+                                      stat_difference, inf_text)
+                for i, text in zip(lazy, fast):
+                    fields[i] = text
+            taken = set(lazy)
+            rest = [i for i in range(len(records)) if i not in taken]
+            shown = self.render_columns([records[i] for i in rest], with_stack)[8:24]
+            texts = [column_texts(column, k >= 8, inf_text) for k, column in enumerate(shown)]
+            for i, text in zip(rest, map(",".join, zip(*texts))):
+                fields[i] = text
+            columns.append(fields)
+        columns.extend(common.tail_columns(records, with_stack, (columns[6], columns[7])))
         return columns
 
 
