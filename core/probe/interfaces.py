@@ -31,7 +31,7 @@ OPTIONAL_MEMBERS: dict[str, tuple[str, ...]] = {
     "DumpReader": ("tensor_loader", "stream"),
     "NameNormalizer": ("option", "also_with"),
     "Pairer": ("option",),
-    "MetricMode": ("streams", "render_columns"),
+    "MetricMode": ("streams", "render_columns", "csv_columns"),
     "Exporter": ("open_stream",),
     "Analyzer": ("digest", "digest_stream"),
     "GraphRules": ("is_recompute_stack", "partial_sum_outputs"),
@@ -120,7 +120,9 @@ class MetricMode(Protocol):
     Optional members: ``streams = True`` when ``compute`` and ``judge`` need nothing beyond a
     window of whole entries, so that very large dumps may be compared a window at a time;
     ``render_columns(records, with_stack) -> [column, ...]``, the report of ``records`` as one
-    list per column, equal to ``render`` row by row (exporters then write whole columns).
+    list per column, equal to ``render`` row by row (exporters then write whole columns);
+    ``csv_columns(records, with_stack, inf_text) -> [column, ...]``, the same with some columns
+    already written as CSV text (one column of joined fields), which the CSV exporter prefers.
     """
 
     name: str
