@@ -116,14 +116,19 @@ _mostly_plain = st.fixed_dictionaries(  # plain leaves, with one field in ten or
      "Max": _scalar, "Min": _scalar, "Mean": _scalar, "Norm": _scalar,
      "requires_grad": st.sampled_from([True, False, None] * 3 + [1, 0, "True"])},
 )
+_scalar_leaf = st.fixed_dictionaries(
+    {"type": st.sampled_from(["int", "float", "bool", "str", "list", "torch.Size", "slice", "ellipsis",
+                              "torch.ProcessGroup", "torch.dtype", 1, None]),
+     "value": st.one_of(_scalar, st.lists(st.integers(0, 3), max_size=3), st.lists(st.lists(st.integers(0, 1))))})
 _valid_names = st.sampled_from(["Functional.relu.0.forward", "Functional.relu.1.backward", "Functional.relu.4.backward",
                                 "Module.m.L.forward.0", "Module.m.L.backward.3", "Module.m.L.parameters_grad"])
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(_valid_names, st.fixed_dictionaries(
-    {"input_args": st.lists(st.one_of(_mostly_plain, _mostly_plain, _mostly_plain, st.none()), max_size=6)},
-    optional={"output": st.lists(_mostly_plain, max_size=4), "weight": st.lists(_mostly_plain, max_size=2)})),
+    {"input_args": st.lists(st.one_of(_mostly_plain, _mostly_plain, _scalar_leaf, st.none()), max_size=6)},
+    optional={"output": st.lists(_mostly_plain, max_size=4), "weight": st.lists(_mostly_plain, max_size=2),
+              "src": st.lists(st.one_of(_scalar_leaf, _mostly_plain), max_size=2)})),
     min_size=1, max_size=6))
 def test_flatten_fast_path_equals_the_general_walk_on_plain_leaves(entries) -> None:
     assert repr(_flatten(entries, False)) == repr(_plain_flatten(entries, False))

@@ -307,6 +307,10 @@ _CELLS: dict[tuple[Any, ...], tuple[str, str, str]] = {}
 ``(dtype, requires_grad, *shape)`` (only str dtypes, bool/None flags and int dims get in)."""
 
 
+_OTHER_LEAVES = frozenset({TORCH_SIZE, "slice", "ellipsis", PROCESS_GROUP})
+"""Leaf types with cells of their own (see :func:`leaf_row`); other typed values are scalars."""
+
+
 def _list_rows(items: list[Any], prefix: str, entry: str, state: str, out: RowList, indexed: bool,
                renamed: str | None) -> None:
     """The rows of a list at depth 1 (an entry's ``input_args``/``output``..., or a parameter
@@ -315,8 +319,9 @@ def _list_rows(items: list[Any], prefix: str, entry: str, state: str, out: RowLi
 
     ``indexed``: items are named ``prefix.<index>`` (else all ``prefix``). A plain tensor leaf
     (exactly the keys type, dtype, shape, Max, Min, Mean, Norm, requires_grad; text type and
-    dtype, int dims, a bool or null flag) takes its cells from :data:`_CELLS`; a ``null`` makes
-    its row here; anything else goes through :func:`_tensor_row` / :func:`_walk`.
+    dtype, int dims, a bool or null flag) takes its cells from :data:`_CELLS`; a ``null`` and a
+    plain scalar (``{"type": ..., "value": ...}``) make their rows here; anything else goes
+    through :func:`_tensor_row` / :func:`_walk`.
     """
     append = out.append
     limit = out.limit
@@ -357,6 +362,18 @@ def _list_rows(items: list[Any], prefix: str, entry: str, state: str, out: RowLi
                             cells = cells_of((dtype, rg, *shape)) or _plain_cells(dtype, rg, shape)
                             append(Row(name, entry, state, cells[0], cells[1], stats, cells[2], None, "-1", None, key))
                             continue
+            elif len(value) == 2:  # a scalar: {"type": ..., "value": ...}
+                try:
+                    kind = value["type"]
+                    scalar = value["value"]
+                except KeyError:
+                    pass
+                else:
+                    if (kind.__class__ is str and kind not in _OTHER_LEAVES
+                            and (indexed or name.rpartition(".")[2] not in COMM_SCALAR_NAMES)):
+                        dtype, stats, checksum = _scalar_cells(scalar)
+                        append(Row(name, entry, state, dtype, "[]", stats, NA, checksum, "-1", None, key))
+                        continue
         start = len(out)
         if value.__class__ is not dict or "dtype" not in value or not _tensor_row(name, entry, state, value, out):
             _walk(value, name, entry, state, out, 2, indexed)
