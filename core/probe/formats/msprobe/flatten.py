@@ -28,6 +28,9 @@ ENTRY_SECTIONS: tuple[tuple[str, str, str], ...] = (
     ("output", "output", "output"),
 )
 
+_SECTIONS = tuple((key, state, f".{prefix}") for key, state, prefix in ENTRY_SECTIONS)
+""":data:`ENTRY_SECTIONS` with the row-name tails of the sections (``.input``...)."""
+
 COMM_SCALAR_NAMES = frozenset({"src", "dst", "group_src", "group_dst"})
 NO_STATS = (None, None, None, None)
 EMPTY_MD5 = "00000000"
@@ -277,15 +280,16 @@ def _entry_rows(name: str, body: Any, kind: str, out: RowList, renamed: str | No
         return
     if not isinstance(body, dict):
         raise InputError(f"entry {name} is not a JSON object")
-    for key, state, prefix in ENTRY_SECTIONS:
-        section = body.get(key)
-        if section is None:
+    get = body.get
+    for key, state, tail in _SECTIONS:
+        section = get(key)
+        if not section:  # absent, null, {} or []: no rows
             continue
         if section.__class__ is list:
-            _list_rows(section, f"{name}.{prefix}", name, state, out, True, renamed)
+            _list_rows(section, name + tail, name, state, out, True, renamed)
         else:
             start = len(out)
-            _walk(section, f"{name}.{prefix}", name, state, out, 1)
+            _walk(section, name + tail, name, state, out, 1)
             if renamed is not None:
                 _rekey(out, start, name, renamed)
 
