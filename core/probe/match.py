@@ -76,17 +76,19 @@ def match_exact(
     gate off; the gate is asked about different dtypes only (equal ones always pass).
     Returns the pairs and the number of golden rows no target row matched.
     """
-    golden_keys = list(map(_KEY, golden))
-    by_key: dict[str, Any] = dict(zip(golden_keys, golden))
+    by_key: dict[str, Any] = dict(zip(map(_KEY, golden), golden))
     several = len(by_key) < len(golden)
     if several:  # a key held by several golden rows maps to the list of them
+        golden_keys = list(map(_KEY, golden))
         counts = Counter(golden_keys)
         by_key = {key: [] if counts[key] > 1 else row for key, row in zip(golden_keys, golden)}
         for key, row in zip(golden_keys, golden):
             if counts[key] > 1:
                 by_key[key].append(row)
     gate = None if (key_map is not None and key_map.left_join) else dtype_gate
-    target_keys = list(map(_KEY, target))
+    target_keys: Any = map(_KEY, target)
+    if key_map is not None or several:
+        target_keys = list(target_keys)
     if key_map is not None:
         mapped = list(map(key_map.target_key, target))
         target_keys = [key if new is None else new for key, new in zip(target_keys, mapped)]
