@@ -308,7 +308,7 @@ _INDEX = tuple(f".{i}" for i in range(64))
 """``.0``, ``.1``...: the name tails of the first items of a list."""
 _CELLS: dict[tuple[Any, ...], tuple[str, str, str]] = {}
 """Interned (dtype, shape, requires_grad) cells of plain tensor leaves, keyed by
-``(dtype, requires_grad, *shape)`` (only str dtypes, bool/None flags and int dims get in)."""
+``(dtype, requires_grad, tuple(shape))`` (only str dtypes, bool/None flags and int dims get in)."""
 
 
 _OTHER_LEAVES = frozenset({TORCH_SIZE, "slice", "ellipsis", PROCESS_GROUP})
@@ -363,7 +363,7 @@ def _list_rows(items: list[Any], prefix: str, entry: str, state: str, out: RowLi
                             if dim.__class__ is not int:
                                 break
                         else:
-                            cells = cells_of((dtype, rg, *shape)) or _plain_cells(dtype, rg, shape)
+                            cells = cells_of((dtype, rg, tuple(shape))) or _plain_cells(dtype, rg, shape)
                             append(Row(name, entry, state, cells[0], cells[1], stats, cells[2], None, "-1", None, key))
                             continue
             elif len(value) == 2:  # a scalar: {"type": ..., "value": ...}
@@ -389,7 +389,7 @@ def _plain_cells(dtype: str, rg: bool | None, shape: list[int]) -> tuple[str, st
     """The dtype, shape and requires_grad cells of a plain tensor leaf, kept in :data:`_CELLS`."""
     cells = (_shared(dtype), _shape_text(shape), NA if rg is None else _RG_TEXT[rg])
     if len(_CELLS) < 100_000:
-        _CELLS[(dtype, rg, *shape)] = cells
+        _CELLS[(dtype, rg, tuple(shape))] = cells
     return cells
 
 
