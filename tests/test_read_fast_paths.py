@@ -115,6 +115,7 @@ _mostly_plain = st.fixed_dictionaries(  # plain leaves, with one field in ten or
                         st.sampled_from([None, "[1]", [[1]]])),
      "Max": _scalar, "Min": _scalar, "Mean": _scalar, "Norm": _scalar,
      "requires_grad": st.sampled_from([True, False, None] * 3 + [1, 0, "True"])},
+    optional={"md5": st.sampled_from(["abcd1234", "abcd1234", "", None, 0, [1]])},
 )
 _scalar_leaf = st.fixed_dictionaries(
     {"type": st.sampled_from(["int", "float", "bool", "str", "list", "torch.Size", "slice", "ellipsis",

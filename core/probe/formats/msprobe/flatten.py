@@ -322,7 +322,7 @@ def _list_rows(items: list[Any], prefix: str, entry: str, state: str, out: RowLi
     keyed by ``renamed`` (see :func:`_entry_rows`).
 
     ``indexed``: items are named ``prefix.<index>`` (else all ``prefix``). A plain tensor leaf
-    (exactly the keys type, dtype, shape, Max, Min, Mean, Norm, requires_grad; text type and
+    (exactly the keys type, dtype, shape, Max, Min, Mean, Norm, requires_grad, and maybe md5; text type and
     dtype, int dims, a bool or null flag) takes its cells from :data:`_CELLS`; a ``null`` and a
     plain scalar (``{"type": ..., "value": ...}``) make their rows here; anything else goes
     through :func:`_tensor_row` / :func:`_walk`.
@@ -347,13 +347,15 @@ def _list_rows(items: list[Any], prefix: str, entry: str, state: str, out: RowLi
             append(Row(name, entry, state, NA, NA, NO_STATS, NA, None, "-1", None, key))
             continue
         if value.__class__ is dict:
-            if len(value) == 8:
+            size = len(value)
+            if size == 8 or size == 9:  # nine: with an "md5" (md5 dumps)
                 try:
                     kind = value["type"]
                     dtype = value["dtype"]
                     shape = value["shape"]
                     rg = value["requires_grad"]
                     stats = (value["Max"], value["Min"], value["Mean"], value["Norm"])
+                    md5 = value["md5"] if size == 9 else None
                 except KeyError:
                     pass
                 else:
@@ -364,9 +366,13 @@ def _list_rows(items: list[Any], prefix: str, entry: str, state: str, out: RowLi
                                 break
                         else:
                             cells = cells_of((dtype, rg, tuple(shape))) or _plain_cells(dtype, rg, shape)
-                            append(Row(name, entry, state, cells[0], cells[1], stats, cells[2], None, "-1", None, key))
+                            if size == 9:
+                                out.has_md5 = True
+                                if not md5:
+                                    md5 = EMPTY_MD5
+                            append(Row(name, entry, state, cells[0], cells[1], stats, cells[2], md5, "-1", None, key))
                             continue
-            elif len(value) == 2:  # a scalar: {"type": ..., "value": ...}
+            elif size == 2:  # a scalar: {"type": ..., "value": ...}
                 try:
                     kind = value["type"]
                     scalar = value["value"]
