@@ -102,7 +102,8 @@ def match_exact(
     met.discard(id(None))
     if gate is not None:  # rows of different dtypes are few: test them one by one
         # dtype texts are mostly shared objects: "is not" finds the few that may differ
-        flagged = compress(count(), map(is_not, map(_DTYPE, target), map(getattr, found, repeat("dtype"), repeat(None))))
+        golden_dtypes = map(getattr, found, repeat("dtype"), repeat(None))
+        flagged = compress(count(), map(is_not, map(_DTYPE, target), golden_dtypes))
         for index in flagged:
             cand = found[index]
             if cand is not None and not gate(target[index].dtype, cand.dtype):

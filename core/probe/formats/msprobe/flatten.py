@@ -322,10 +322,10 @@ def _list_rows(items: list[Any], prefix: str, entry: str, state: str, out: RowLi
     keyed by ``renamed`` (see :func:`_entry_rows`).
 
     ``indexed``: items are named ``prefix.<index>`` (else all ``prefix``). A plain tensor leaf
-    (exactly the keys type, dtype, shape, Max, Min, Mean, Norm, requires_grad, and maybe md5; text type and
-    dtype, int dims, a bool or null flag) takes its cells from :data:`_CELLS`; a ``null`` and a
-    plain scalar (``{"type": ..., "value": ...}``) make their rows here; anything else goes
-    through :func:`_tensor_row` / :func:`_walk`.
+    (exactly the keys type, dtype, shape, Max, Min, Mean, Norm, requires_grad, and md5 in md5
+    dumps; text type and dtype, int dims, a bool or null flag) takes its cells from
+    :data:`_CELLS`; a ``null`` and a plain scalar (``{"type": ..., "value": ...}``) make their
+    rows here; anything else goes through :func:`_tensor_row` / :func:`_walk`.
     """
     append = out.append
     limit = out.limit
