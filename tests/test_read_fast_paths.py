@@ -70,15 +70,15 @@ _names = st.sampled_from(["Functional.relu.0.forward", "Functional.relu.1.backwa
                           "Tensor.add.0.backward", "bad", "a.backward", "backward.x.y"])
 
 
-def _flatten(entries: list[tuple[str, Any]], debug: bool) -> Any:
+def _flatten(entries: list[tuple[str, Any]], debug: bool, limit: int | None = None) -> Any:
     try:
-        rows, skipped, count = flatten.flatten_entries(entries, debug=debug)
+        rows, skipped, count = flatten.flatten_entries(entries, debug=debug, max_rows=limit)
     except InputError as exc:
         return str(exc)
     return [tuple(getattr(row, f) for f in ROW_FIELDS) for row in rows], rows.has_md5, skipped, count
 
 
-def _plain_flatten(entries: list[tuple[str, Any]], debug: bool) -> Any:
+def _plain_flatten(entries: list[tuple[str, Any]], debug: bool, limit: int | None = None) -> Any:
     """Flatten with every fast path off (the general walk), keys given by :func:`assign_keys`."""
     def plain_list_rows(items, prefix, entry, state, out, indexed, renamed):
         start = len(out)
@@ -91,7 +91,7 @@ def _plain_flatten(entries: list[tuple[str, Any]], debug: bool) -> Any:
         patch.setattr(flatten, "_list_rows", plain_list_rows)
         patch.setattr(flatten, "_rekey", lambda *args: None)
         try:
-            rows, skipped, count = flatten.flatten_entries(entries, debug=debug)
+            rows, skipped, count = flatten.flatten_entries(entries, debug=debug, max_rows=limit)
         except InputError as exc:
             return str(exc)
     rows.keyed = False
@@ -133,6 +133,22 @@ _valid_names = st.sampled_from(["Functional.relu.0.forward", "Functional.relu.1.
     min_size=1, max_size=6))
 def test_flatten_fast_path_equals_the_general_walk_on_plain_leaves(entries) -> None:
     assert repr(_flatten(entries, False)) == repr(_plain_flatten(entries, False))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_valid_names, _list_entry), min_size=1, max_size=4), st.integers(0, 12))
+def test_flatten_fast_path_stops_at_the_row_limit_where_the_walk_does(entries, limit) -> None:
+    assert repr(_flatten(entries, False, limit)) == repr(_plain_flatten(entries, False, limit))
+
+
+@pytest.mark.parametrize("limit", range(7))
+def test_nested_items_count_toward_the_row_limit(limit: int) -> None:
+    leaf = {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [2], "Max": 1.0, "Min": 0.0,
+            "Mean": 0.5, "Norm": 2.0, "requires_grad": True}
+    entries = [("Functional.f.0.forward", {"input_args": [[leaf, None, leaf], leaf, None]})]
+    fast, general = _flatten(entries, False, limit), _plain_flatten(entries, False, limit)
+    assert repr(fast) == repr(general)
+    assert isinstance(fast, str) == (limit < 5)
 
 
 def test_flatten_fast_path_on_long_lists_and_deep_names() -> None:

@@ -263,9 +263,8 @@ def _member_entries(raw: bytes, pieces: list[tuple[int, int]], path: Path, key: 
                 yield name, member.pop(name)
             return
         del text
-        for name in list(part):
-            taken += 1
-            yield name, part.pop(name)
+        yield from part.items()  # the piece's tree goes as a whole when the next one comes
+        taken += len(part)
 
 
 _PAGE = mmap.PAGESIZE
