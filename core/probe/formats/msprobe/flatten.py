@@ -333,9 +333,8 @@ def _list_rows(items: list[Any], prefix: str, entry: str, state: str, out: RowLi
     name = prefix
     key_prefix = None if renamed is None else renamed + prefix[len(entry):]
     key = None
-    guarded = len(out) + len(items) > limit  # else every item but a nested one adds one row below the limit
     for index, value in enumerate(items):
-        if guarded and len(out) >= limit:
+        if len(out) >= limit:
             _too_many(out, entry)
         if indexed:
             tail = _INDEX[index] if index < 64 else f".{index}"
@@ -390,7 +389,6 @@ def _list_rows(items: list[Any], prefix: str, entry: str, state: str, out: RowLi
             _walk(value, name, entry, state, out, 2, indexed)
         if renamed is not None:
             _rekey(out, start, entry, renamed)
-        guarded = guarded or len(out) + len(items) - index - 1 > limit
 
 
 def _plain_cells(dtype: str, rg: bool | None, shape: list[int]) -> tuple[str, str, str]:
