@@ -57,6 +57,8 @@ def test_packed_dump_round_trips(case: str) -> None:
     assert _rows(back) == _rows(dump)
     assert (back.info, back.has_md5, back.rows.has_md5, back.entry_count, back.skipped_entries) == (
         dump.info, dump.has_md5, dump.rows.has_md5, dump.entry_count, dump.skipped_entries)
+    assert [row.key for row in back.rows] == [row.key for row in dump.rows]  # keyed by the reader
+    assert back.rows.keyed and dump.rows.keyed
 
 
 @needs_fork

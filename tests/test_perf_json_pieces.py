@@ -107,3 +107,37 @@ def test_a_mapped_dump_read_in_pieces_does_not_stay_resident(tmp_path: Path, mon
     size_kib = path.stat().st_size // 1024
     assert size_kib > 10_000
     assert peak < size_kib // 2, f"{peak} KiB of the mapped file stayed resident"
+
+
+@pytest.mark.parametrize("case", ["stat_mix_tfm", "md5_mix_tfm", "nan_inf_cnn"])
+def test_member_taken_as_last_gives_the_exact_read(case: str, monkeypatch) -> None:
+    path = CASES / case / "target" / "step0" / "rank0" / "dump.json"
+    monkeypatch.setattr(jsonio, "CHUNK_BYTES", 300)
+    doc, entries = read_json_member(path, "data")
+    fast_doc, fast = read_json_member(path, "data", exact=False)
+    assert fast is not None and fast_doc == doc and list(fast) == list(entries)
+
+
+@pytest.mark.parametrize("chunk", [200, 1 << 20])
+@pytest.mark.parametrize("after", [{"extra": {"a": 1}}, {"task": "tensor", "more": {"b": [1]}}, {"n": 1}])
+def test_members_after_data_are_never_lost(tmp_path: Path, monkeypatch, chunk: int, after: dict) -> None:
+    from probe.formats.msprobe.reader import MsprobeJsonReader
+
+    data = {f"Functional.relu.{i}.backward": _entry(float(i)) for i in range(12)}
+    doc = {"task": "statistics", "framework": "pytorch", "data": data, **after}
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps(doc, indent=1))
+    monkeypatch.setattr(jsonio, "CHUNK_BYTES", chunk)
+    exact_doc, exact = read_json_member(path, "data")
+    fast_doc, fast = read_json_member(path, "data", exact=False)
+    if exact_doc != fast_doc:  # a member closes after "data": iterating says so
+        with pytest.raises(jsonio.MemberMisplaced):
+            list(fast)
+    else:
+        assert list(fast) == list(exact)
+    reader = MsprobeJsonReader()
+    dump = reader.load(path, with_stack=False)
+    info, entries = reader.read(path)
+    assert dump.info == info and dump.info.task == {**doc}["task"]
+    assert [row.name for row in dump.rows] == [f"Functional.relu.{i}.backward.input.0" for i in range(12)]
+    assert dump.entries == list(dict(entries))

@@ -41,32 +41,142 @@ _tensor_leaf = st.fixed_dictionaries(
     optional={"md5": st.one_of(st.none(), st.sampled_from(["", "abcd1234"])),
               "data_name": st.sampled_from(["-1", "", "a.pt"])},
 )
-_tree = st.recursive(st.one_of(st.none(), _scalar, _leaf, _tensor_leaf),
+_plain_leaf = st.fixed_dictionaries(  # the eight keys of the fast path: mostly plain values, some hostile
+    {"type": st.sampled_from(["torch.Tensor", "torch.Tensor", "mindspore.Tensor", 1, None]),
+     "dtype": st.one_of(st.sampled_from(["torch.float32", "torch.float32", "Float16", "torch.int64"]),
+                        st.sampled_from([0, 1, None, ["torch.float32"]])),
+     "shape": st.one_of(st.lists(st.sampled_from([1, 2, 3, 64, 1, 2, 1.0, 2.0, True, False]), max_size=3),
+                        st.lists(st.integers(1, 3), max_size=3),
+                        st.sampled_from([None, 2, "[1]", [[1, 2]], [None], {"a": 1}])),
+     "Max": _scalar, "Min": _scalar, "Mean": _scalar, "Norm": _scalar,
+     "requires_grad": st.sampled_from([True, False, None, True, False, 1, 0, "True", "false", 1.0])},
+)
+_list_item = st.one_of(_plain_leaf, _plain_leaf, _plain_leaf, st.none(), _leaf, _tensor_leaf,
+                       st.lists(_plain_leaf, max_size=2), st.fixed_dictionaries({"a": _plain_leaf}), _scalar)
+_list_entry = st.fixed_dictionaries(
+    {}, optional={"input_args": st.lists(_list_item, max_size=5), "output": st.lists(_list_item, max_size=5),
+                  "input": st.lists(_list_item, max_size=3), "input_kwargs": st.dictionaries(_text, _list_item),
+                  "parameters": st.dictionaries(st.sampled_from(["weight", "bias"]), _list_item, max_size=2),
+                  "weight": st.lists(_list_item, max_size=3)})
+_tree = st.recursive(st.one_of(st.none(), _scalar, _leaf, _tensor_leaf, _plain_leaf),
                      lambda kids: st.one_of(st.lists(kids, max_size=3),
                                             st.dictionaries(st.sampled_from(["a", "b", "0"]), kids, max_size=3)),
                      max_leaves=8)
 _entry = st.fixed_dictionaries({}, optional={"input_args": _tree, "input_kwargs": _tree, "output": _tree,
-                                             "parameters": _tree})
-_names = st.sampled_from(["Functional.relu.0.forward", "Functional.relu.1.backward", "Module.m.L.forward.0",
-                          "Module.m.L.parameters_grad", "Tensor.add.0.forward", "bad"])
+                                             "parameters": _tree, "input": _tree})
+_names = st.sampled_from(["Functional.relu.0.forward", "Functional.relu.1.backward", "Functional.relu.4.backward",
+                          "Module.m.L.forward.0", "Module.m.L.backward.0", "Module.m.L.backward.3",
+                          "Module.m.L.parameters_grad", "Module.m.backward.parameters_grad", "Tensor.add.0.forward",
+                          "Tensor.add.0.backward", "bad", "a.backward", "backward.x.y"])
 
 
-def _flatten(entries: list[tuple[str, Any]], debug: bool) -> Any:
+def _flatten(entries: list[tuple[str, Any]], debug: bool, limit: int | None = None) -> Any:
     try:
-        rows, skipped, count = flatten.flatten_entries(entries, debug=debug)
+        rows, skipped, count = flatten.flatten_entries(entries, debug=debug, max_rows=limit)
     except InputError as exc:
         return str(exc)
     return [tuple(getattr(row, f) for f in ROW_FIELDS) for row in rows], rows.has_md5, skipped, count
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(_names, st.one_of(_entry, _tree)), max_size=4), st.booleans())
-def test_flatten_fast_path_equals_the_general_walk(entries, debug) -> None:
-    fast = _flatten(entries, debug)
+def _plain_flatten(entries: list[tuple[str, Any]], debug: bool, limit: int | None = None) -> Any:
+    """Flatten with every fast path off (the general walk), keys given by :func:`assign_keys`."""
+    def plain_list_rows(items, prefix, entry, state, out, indexed, renamed):
+        start = len(out)
+        flatten._walk(items, prefix, entry, state, out, 1, indexed)
+        for row in out[start:]:
+            row.key = row.name  # keyed below, as a whole
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(flatten, "_tensor_row", lambda *args: False)
-        general = _flatten(entries, debug)
+        patch.setattr(flatten, "_list_rows", plain_list_rows)
+        patch.setattr(flatten, "_rekey", lambda *args: None)
+        try:
+            rows, skipped, count = flatten.flatten_entries(entries, debug=debug, max_rows=limit)
+        except InputError as exc:
+            return str(exc)
+    rows.keyed = False
+    assign_keys(rows, not debug)
+    return [tuple(getattr(row, f) for f in ROW_FIELDS) for row in rows], rows.has_md5, skipped, count
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_names, st.one_of(_list_entry, _list_entry, _entry, _tree)), max_size=6), st.booleans())
+def test_flatten_fast_path_equals_the_general_walk(entries, debug) -> None:
+    fast = _flatten(entries, debug)
+    general = _plain_flatten(entries, debug)
     assert repr(fast) == repr(general)  # repr: NaN-free, but tells 1 from 1.0 and True
+
+
+_mostly_plain = st.fixed_dictionaries(  # plain leaves, with one field in ten or so hostile
+    {"type": st.sampled_from(["torch.Tensor"] * 9 + [1]),
+     "dtype": st.sampled_from(["torch.float32"] * 4 + ["Float16", "torch.int64"] * 2 + [0, None]),
+     "shape": st.one_of(*[st.lists(st.sampled_from([1, 2, 3]), max_size=3)] * 6,
+                        st.lists(st.sampled_from([1, 2, 1.0, 2.0, True, False]), min_size=1, max_size=3),
+                        st.sampled_from([None, "[1]", [[1]]])),
+     "Max": _scalar, "Min": _scalar, "Mean": _scalar, "Norm": _scalar,
+     "requires_grad": st.sampled_from([True, False, None] * 3 + [1, 0, "True"])},
+    optional={"md5": st.sampled_from(["abcd1234", "abcd1234", "", None, 0, [1]])},
+)
+_scalar_leaf = st.fixed_dictionaries(
+    {"type": st.sampled_from(["int", "float", "bool", "str", "list", "torch.Size", "slice", "ellipsis",
+                              "torch.ProcessGroup", "torch.dtype", 1, None]),
+     "value": st.one_of(_scalar, st.lists(st.integers(0, 3), max_size=3), st.lists(st.lists(st.integers(0, 1))))})
+_valid_names = st.sampled_from(["Functional.relu.0.forward", "Functional.relu.1.backward", "Functional.relu.4.backward",
+                                "Module.m.L.forward.0", "Module.m.L.backward.3", "Module.m.L.parameters_grad"])
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_valid_names, st.fixed_dictionaries(
+    {"input_args": st.lists(st.one_of(_mostly_plain, _mostly_plain, _scalar_leaf, st.none()), max_size=6)},
+    optional={"output": st.lists(_mostly_plain, max_size=4), "weight": st.lists(_mostly_plain, max_size=2),
+              "src": st.lists(st.one_of(_scalar_leaf, _mostly_plain), max_size=2)})),
+    min_size=1, max_size=6))
+def test_flatten_fast_path_equals_the_general_walk_on_plain_leaves(entries) -> None:
+    assert repr(_flatten(entries, False)) == repr(_plain_flatten(entries, False))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_valid_names, _list_entry), min_size=1, max_size=4), st.integers(0, 12))
+def test_flatten_fast_path_stops_at_the_row_limit_where_the_walk_does(entries, limit) -> None:
+    assert repr(_flatten(entries, False, limit)) == repr(_plain_flatten(entries, False, limit))
+
+
+@pytest.mark.parametrize("limit", range(7))
+def test_nested_items_count_toward_the_row_limit(limit: int) -> None:
+    leaf = {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [2], "Max": 1.0, "Min": 0.0,
+            "Mean": 0.5, "Norm": 2.0, "requires_grad": True}
+    entries = [("Functional.f.0.forward", {"input_args": [[leaf, None, leaf], leaf, None]})]
+    fast, general = _flatten(entries, False, limit), _plain_flatten(entries, False, limit)
+    assert repr(fast) == repr(general)
+    assert isinstance(fast, str) == (limit < 5)
+
+
+def test_flatten_fast_path_on_long_lists_and_deep_names() -> None:
+    leaf = {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [2, 3], "Max": 1.0, "Min": 0.0,
+            "Mean": 0.5, "Norm": 2.0, "requires_grad": True}
+    body = {"input_args": [dict(leaf, shape=[i]) for i in range(70)] + [None, 3, [leaf, None]],
+            "output": [leaf, {**leaf, "md5": "x"}]}
+    entries = [("Module.a.L.backward.7", body), ("Functional.f.9.backward", body),
+               ("Module.a.L.backward.7", body), ("Module.a.L.backward.8", {}), ("Module.a.L.backward.9", body)]
+    fast, general = _flatten(entries, False), _plain_flatten(entries, False)
+    assert repr(fast) == repr(general)
+    keys = [row[-1] for row in fast[0]]
+    assert keys[0] == "Module.a.L.backward.0.input.0" and "Module.a.L.backward.1.output.1" in keys
+    assert "Functional.f.0.backward.input.69" in keys
+
+
+def test_keys_of_a_reader_are_recomputed_after_the_first_assignment() -> None:
+    body = {"input": [{"type": "int", "value": 1}]}
+    rows = flatten.flatten_entries([("A.f.5.backward", body)])[0]
+    assert rows.keyed and rows[0].key == "A.f.0.backward.input.0"
+    assign_keys(rows, True)  # taken as they are, once
+    assert not rows.keyed and rows[0].key == "A.f.0.backward.input.0"
+    rows[0].key = "changed by a normalizer"
+    assign_keys(rows, True)
+    assert rows[0].key == "A.f.0.backward.input.0"
+    rows = flatten.flatten_entries([("A.f.5.backward", body)])[0]
+    assign_keys(rows, False)
+    assert rows[0].key is rows[0].name
 
 
 def _reference_match(target: list[Row], golden: list[Row], key_map: KeyMap | None) -> tuple[list[Pair], int]:

@@ -26,7 +26,7 @@ def load_dump(path: Path, reader: Any, with_stack: bool = True, reader_args: Map
 FORK_MIN_BYTES = 4 << 20
 """Golden dump files at least this large are read by a forked child (see :func:`load_pair`)."""
 
-_ROW_FIELDS = ("name", "entry", "state", "dtype", "shape", "stats", "requires_grad", "md5", "data_name", "extra")
+_ROW_FIELDS = ("name", "entry", "state", "dtype", "shape", "stats", "requires_grad", "md5", "data_name", "extra", "key")
 """The :class:`Row` attributes a packed dump carries, in ``Row.__init__`` order."""
 
 
@@ -66,15 +66,17 @@ def pack_dump(dump: FlatDump) -> tuple[Any, ...]:
     """
     rows = dump.rows
     columns = [list(map(attrgetter(name), rows)) for name in _ROW_FIELDS]
-    meta = (dump.info, dump.stack, dump.has_md5, dump.entry_count, dump.skipped_entries, rows.has_md5)
+    meta = (dump.info, dump.stack, dump.has_md5, dump.entry_count, dump.skipped_entries, rows.has_md5,
+            getattr(rows, "keyed", False))
     return meta, columns
 
 
 def unpack_dump(packed: tuple[Any, ...]) -> FlatDump:
     """The :class:`FlatDump` that :func:`pack_dump` packed."""
-    (info, stack, has_md5, entry_count, skipped, rows_md5), columns = packed
+    (info, stack, has_md5, entry_count, skipped, rows_md5, keyed), columns = packed
     rows = RowList(map(Row, *columns))
     rows.has_md5 = rows_md5
+    rows.keyed = keyed
     dump = FlatDump(info=info, rows=rows, stack=stack, entry_count=entry_count)
     dump.has_md5 = has_md5
     dump.skipped_entries = skipped

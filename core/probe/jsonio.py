@@ -144,7 +144,12 @@ parsed tree in the CPU caches while it is turned into rows (0.64 s instead of 0.
 43 MB dump.json with 8 MB pieces) and little memory is held by trees at any time."""
 
 
-def read_json_member(path: Path, key: str) -> tuple[Any, Iterator[tuple[str, Any]] | None]:
+class MemberMisplaced(Exception):
+    """Iterating a member read with ``exact=False`` found that the member does not close at
+    the file's last ``\n }``: read it again with ``exact=True`` (see :func:`read_json_member`)."""
+
+
+def read_json_member(path: Path, key: str, exact: bool = True) -> tuple[Any, Iterator[tuple[str, Any]] | None]:
     """Parse a JSON object file whose member ``key`` is a large object, piece by piece.
 
     Returns the document with ``key`` mapped to an empty object, and an iterator over the
@@ -158,9 +163,15 @@ def read_json_member(path: Path, key: str) -> tuple[Any, Iterator[tuple[str, Any
     For any other layout, the iterator is ``None`` and the document is parsed whole, as
     :func:`read_json` does. If a piece turns out not to parse, the whole file is parsed
     after all (reporting the error, or continuing with the remaining names).
+
+    ``exact=False`` takes the member to close at the file's *last* ``\n }`` (it is the last
+    member, as msProbe writes it) instead of scanning the whole file for the first one. Every
+    piece then parses only if that is so (a member closing inside a piece leaves text after
+    the piece's object); when a piece does not parse and the first ``\n }`` is elsewhere,
+    iterating raises :class:`MemberMisplaced`, and the caller reads again with ``exact=True``.
     """
     raw = _read_bytes(path)
-    spans = _member_pieces(raw, key)
+    spans = _member_pieces(raw, key, exact)
     if spans is not None:
         head_end, tail_start, pieces = spans
         try:
@@ -168,32 +179,36 @@ def read_json_member(path: Path, key: str) -> tuple[Any, Iterator[tuple[str, Any
         except orjson.JSONDecodeError:
             doc = None
         if isinstance(doc, dict) and doc.get(key) == {}:
-            _release(raw, 0, len(raw))  # finding the pieces read every page
-            return doc, _member_entries(raw, pieces, path, key)
+            if exact:
+                _release(raw, 0, len(raw))  # finding the pieces read every page
+            check = None if exact else (head_end, tail_start)
+            return doc, _member_entries(raw, pieces, path, key, check)
     return parse_json(raw, path), None
 
 
-def member_span(raw: bytes | mmap.mmap, key: str) -> tuple[int, int] | None:
+def member_span(raw: bytes | mmap.mmap, key: str, last: bool = False) -> tuple[int, int] | None:
     """Where the member ``key`` (a non-empty object) of an ``indent=1`` JSON file opens and
-    closes: ``(end of its opening brace, start of its closing brace)``; ``None`` for another layout."""
+    closes: ``(end of its opening brace, start of its closing brace)``; ``None`` for another
+    layout. ``last``: the member is taken to close at the file's last ``\n }`` (see
+    :func:`read_json_member`), found without reading the file."""
     marker = b'\n "' + key.encode() + b'": {'
     start = raw.find(marker, 0, HEAD_BYTES)
     if start < 0:
         return None
     body = start + len(marker)
-    end = raw.find(b"\n }", body)
+    end = raw.rfind(b"\n }", body) if last else raw.find(b"\n }", body)
     if end < 0 or raw[body : body + 4] != b'\n  "':  # an empty member is not worth it
         return None
     return body, end
 
 
-def _member_pieces(raw: bytes, key: str) -> tuple[int, int, list[tuple[int, int]]] | None:
+def _member_pieces(raw: bytes, key: str, exact: bool = True) -> tuple[int, int, list[tuple[int, int]]] | None:
     """Where the member ``key`` of an ``indent=1`` file opens and closes, and its pieces.
 
     Returns ``(end of the opening brace, start of the closing brace, [(start, stop)...])``;
     each piece is a run of whole ``"name": value`` members. ``None`` for another layout.
     """
-    span = member_span(raw, key)
+    span = member_span(raw, key, not exact)
     if span is None:
         return None
     body, end = span
@@ -220,8 +235,10 @@ def parse_piece(piece: bytes) -> Any:
             return None
 
 
-def _member_entries(raw: bytes, pieces: list[tuple[int, int]], path: Path, key: str) -> Iterator[tuple[str, Any]]:
-    """Yield the member's entries piece by piece (see :func:`read_json_member`)."""
+def _member_entries(raw: bytes, pieces: list[tuple[int, int]], path: Path, key: str,
+                    check: tuple[int, int] | None = None) -> Iterator[tuple[str, Any]]:
+    """Yield the member's entries piece by piece (see :func:`read_json_member`); ``check``:
+    ``(body, end)`` of a member taken to close at the last ``\n }``, checked if a piece fails."""
     taken = 0
     last = len(pieces) - 1
     released = 0
@@ -234,6 +251,8 @@ def _member_entries(raw: bytes, pieces: list[tuple[int, int]], path: Path, key: 
         if index == last or text.endswith(b","):  # each piece but the last ends with a comma
             part = parse_piece(b"{" + (text if index == last else text[:-1]) + b"}")
         if not isinstance(part, dict):
+            if check is not None and raw.find(b"\n }", check[0]) != check[1]:
+                raise MemberMisplaced(str(path))
             # NaN tokens or an unusual layout: parse everything and go on after the
             # entries already given (a real syntax error is reported by parse_json)
             doc = parse_json(raw, path)
@@ -244,9 +263,8 @@ def _member_entries(raw: bytes, pieces: list[tuple[int, int]], path: Path, key: 
                 yield name, member.pop(name)
             return
         del text
-        for name in list(part):
-            taken += 1
-            yield name, part.pop(name)
+        yield from part.items()  # the piece's tree goes as a whole when the next one comes
+        taken += len(part)
 
 
 _PAGE = mmap.PAGESIZE

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict, deque
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
-from itertools import count
-from operator import attrgetter
+from itertools import compress, count, repeat
+from operator import attrgetter, is_not
 from typing import Any
 
 from probe.formats.msprobe.dtypes import dtypes_compatible
+from probe.formats.msprobe.names import backward_stem, renumbered
 from probe.model import FlatDump, KeyMap, MatchContext, Pair, Pairing, Row
 
 def backward_renames(entries: Sequence[str], counters: dict[str, int] | None = None) -> dict[str, str]:
@@ -19,34 +20,34 @@ def backward_renames(entries: Sequence[str], counters: dict[str, int] | None = N
     ``counters`` (ordinals per stem) carries the numbering on across calls, for entries
     given a window at a time.
     """
-    counters = defaultdict(int) if counters is None else counters
+    counters = {} if counters is None else counters
     renames: dict[str, str] = {}
     for entry in entries:
-        if "backward" not in entry:  # most entries: no need to split them
-            continue
-        parts = entry.split(".")
-        if len(parts) < 3:
-            continue
-        if parts[-1] == "backward":  # API: X.api.N.backward
-            stem = ".".join(parts[:-2])
-            ordinal = counters[stem]
-            counters[stem] += 1
-            renames[entry] = f"{stem}.{ordinal}.backward"
-        elif parts[-2] == "backward":  # module: Module.path.Class.backward.N
-            stem = ".".join(parts[:-2])
-            ordinal = counters[stem]
-            counters[stem] += 1
-            renames[entry] = f"{stem}.backward.{ordinal}"
+        found = backward_stem(entry)
+        if found is not None:
+            stem, api = found
+            ordinal = counters.get(stem, 0)
+            counters[stem] = ordinal + 1
+            renames[entry] = renumbered(stem, api, ordinal)
     return renames
 
 
 _ENTRY = attrgetter("entry")
 _KEY = attrgetter("key")
+_DTYPE = attrgetter("dtype")
 
 
 def assign_keys(rows: Sequence[Row], renumber: bool, renames: dict[str, str] | None = None) -> None:
     """Set ``row.key`` to the row name, with backward call indices renumbered if asked
-    (by ``renames`` when given, else by the entries of ``rows``)."""
+    (by ``renames`` when given, else by the entries of ``rows``).
+
+    Rows a reader keyed already (``rows.keyed``, see :class:`probe.model.RowList`) keep their
+    keys when renumbering by their own entries; the mark is cleared, so a later call
+    (after normalizers changed keys) computes them again."""
+    if getattr(rows, "keyed", False):
+        rows.keyed = False  # type: ignore[attr-defined]
+        if renumber and renames is None:
+            return
     if renumber and renames is None:
         renames = backward_renames(list(dict.fromkeys(map(_ENTRY, rows))))
     if not renumber or not renames:
@@ -75,30 +76,37 @@ def match_exact(
     gate off; the gate is asked about different dtypes only (equal ones always pass).
     Returns the pairs and the number of golden rows no target row matched.
     """
-    golden_keys = list(map(_KEY, golden))
-    by_key: dict[str, Any] = dict(zip(golden_keys, golden))
+    by_key: dict[str, Any] = dict(zip(map(_KEY, golden), golden))
     several = len(by_key) < len(golden)
     if several:  # a key held by several golden rows maps to the list of them
+        golden_keys = list(map(_KEY, golden))
         counts = Counter(golden_keys)
         by_key = {key: [] if counts[key] > 1 else row for key, row in zip(golden_keys, golden)}
         for key, row in zip(golden_keys, golden):
             if counts[key] > 1:
                 by_key[key].append(row)
     gate = None if (key_map is not None and key_map.left_join) else dtype_gate
-    target_keys = list(map(_KEY, target))
+    target_keys: Any = map(_KEY, target)
+    if key_map is not None or several:
+        target_keys = list(target_keys)
     if key_map is not None:
         mapped = list(map(key_map.target_key, target))
         target_keys = [key if new is None else new for key, new in zip(target_keys, mapped)]
     found = list(map(by_key.get, target_keys))
-    met = by_key.keys() & set(target_keys)
     if several:
         pairs = _expand(target, found, gate)
+        met = by_key.keys() & set(target_keys)
         used = sum(len(rows) if rows.__class__ is list else 1 for rows in map(by_key.__getitem__, met))
         return pairs, len(golden) - used
+    met = set(map(id, found))  # one golden row per key: the rows met are the keys met
+    met.discard(id(None))
     if gate is not None:  # rows of different dtypes are few: test them one by one
-        differ = [i for i, row, cand in zip(count(), target, found) if cand is not None and row.dtype != cand.dtype]
-        for index in differ:
-            if not gate(target[index].dtype, found[index].dtype):
+        # dtype texts are mostly shared objects: "is not" finds the few that may differ
+        golden_dtypes = map(getattr, found, repeat("dtype"), repeat(None))
+        flagged = compress(count(), map(is_not, map(_DTYPE, target), golden_dtypes))
+        for index in flagged:
+            cand = found[index]
+            if cand is not None and not gate(target[index].dtype, cand.dtype):
                 found[index] = None
     return list(map(Pair, target, found)), len(golden) - len(met)
 

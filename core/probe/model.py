@@ -48,6 +48,7 @@ class Row:
 
     ``stats`` holds the raw Max/Min/Mean/Norm values from the dump (floats, ints, bools,
     strings or ``None``). ``shape`` and ``requires_grad`` are already display strings.
+    ``key`` is what pairing matches on (the name unless given; see :func:`probe.match.assign_keys`).
     """
 
     __slots__ = (
@@ -76,6 +77,7 @@ class Row:
         md5: str | None,
         data_name: str,
         extra: dict[str, Any] | None = None,
+        key: str | None = None,
     ) -> None:
         self.name = name
         self.entry = entry
@@ -87,18 +89,21 @@ class Row:
         self.md5 = md5
         self.data_name = data_name
         self.extra = extra
-        self.key = name
+        self.key = name if key is None else key
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"Row({self.name!r}, {self.dtype}, {self.shape})"
 
 
 class RowList(list):
-    """A list of rows that also remembers whether any tensor leaf carried an ``md5``, and
-    the most rows a reader may put in it (``limit``)."""
+    """A list of rows that also remembers whether any tensor leaf carried an ``md5``, the
+    most rows a reader may put in it (``limit``) and whether their keys are set (``keyed``)."""
 
     has_md5 = False
     limit = sys.maxsize
+    keyed = False
+    """Set by a reader whose rows' keys are already those :func:`probe.match.assign_keys`
+    gives with renumbering (cleared by the first ``assign_keys``)."""
 
 
 @dataclass

@@ -8,6 +8,7 @@ from typing import Any
 
 from probe.errors import InputError
 from probe.formats.msprobe.dtypes import PROCESS_GROUP, TORCH_SIZE
+from probe.formats.msprobe.names import backward_stem, renumbered
 from probe.jsonio import available_memory
 from probe.model import NA, Row, RowList
 
@@ -27,6 +28,9 @@ ENTRY_SECTIONS: tuple[tuple[str, str, str], ...] = (
     ("output", "output", "output"),
 )
 
+_SECTIONS = tuple((key, state, f".{prefix}") for key, state, prefix in ENTRY_SECTIONS)
+""":data:`ENTRY_SECTIONS` with the row-name tails of the sections (``.input``...)."""
+
 COMM_SCALAR_NAMES = frozenset({"src", "dst", "group_src", "group_dst"})
 NO_STATS = (None, None, None, None)
 EMPTY_MD5 = "00000000"
@@ -45,10 +49,11 @@ def entry_kind(name: str) -> str | None:
 
     ``None`` means the name does not look like a dump entry (msProbe drops such entries).
     """
-    parts = name.split(".")
-    if len(parts) < 3:
+    head, _, last = name.rpartition(".")
+    second = head.rpartition(".")
+    if not second[1]:  # fewer than three components
         return None
-    for candidate in (parts[-1], parts[-2]):
+    for candidate in (last, second[2]):
         if candidate in ("forward", "backward", "parameters_grad"):
             return candidate
     return None
@@ -252,21 +257,146 @@ def flatten_entry(name: str, body: Any, kind: str, out: RowList) -> None:
     ``kind`` is ``forward``/``backward``/``parameters_grad`` for dump.json entries and
     ``debug`` for single-point entries of debug.json.
     """
+    _entry_rows(name, body, kind, out, None)
+
+
+def _entry_rows(name: str, body: Any, kind: str, out: RowList, renamed: str | None) -> None:
+    """:func:`flatten_entry`, keying the rows by ``renamed`` (the entry's renumbered name,
+    ``None`` to key them by their names)."""
     if kind == "debug":
         _walk(body, name, name, "debug", out, 0)
         return
     if kind == "parameters_grad":
         if isinstance(body, dict):
             for key, item in body.items():
-                _walk(item, f"{name}.{key}", name, "parameters_grad", out, 1, list_index=False)
+                path = f"{name}.{key}"
+                if item.__class__ is list:
+                    _list_rows(item, path, name, "parameters_grad", out, False, renamed)
+                else:
+                    start = len(out)
+                    _walk(item, path, name, "parameters_grad", out, 1, list_index=False)
+                    if renamed is not None:
+                        _rekey(out, start, name, renamed)
         return
     if not isinstance(body, dict):
         raise InputError(f"entry {name} is not a JSON object")
-    for key, state, prefix in ENTRY_SECTIONS:
-        section = body.get(key)
-        if section is None:
+    get = body.get
+    for key, state, tail in _SECTIONS:
+        section = get(key)
+        if not section:  # absent, null, {} or []: no rows
             continue
-        _walk(section, f"{name}.{prefix}", name, state, out, 1)
+        if section.__class__ is list:
+            _list_rows(section, name + tail, name, state, out, True, renamed)
+        else:
+            start = len(out)
+            _walk(section, name + tail, name, state, out, 1)
+            if renamed is not None:
+                _rekey(out, start, name, renamed)
+
+
+def _rekey(rows: RowList, start: int, entry: str, renamed: str) -> None:
+    """Key the rows of ``entry`` from ``start`` on by the entry's renumbered name, as
+    :func:`probe.match.assign_keys` does (rows named otherwise keep their names)."""
+    cut = len(entry)
+    for index in range(start, len(rows)):
+        row = rows[index]
+        if row.name.startswith(entry):
+            row.key = renamed + row.name[cut:]
+
+
+_INDEX = tuple(f".{i}" for i in range(64))
+"""``.0``, ``.1``...: the name tails of the first items of a list."""
+_CELLS: dict[tuple[Any, ...], tuple[str, str, str]] = {}
+"""Interned (dtype, shape, requires_grad) cells of plain tensor leaves, keyed by
+``(dtype, requires_grad, tuple(shape))`` (only str dtypes, bool/None flags and int dims get in)."""
+
+
+_OTHER_LEAVES = frozenset({TORCH_SIZE, "slice", "ellipsis", PROCESS_GROUP})
+"""Leaf types with cells of their own (see :func:`leaf_row`); other typed values are scalars."""
+
+
+def _list_rows(items: list[Any], prefix: str, entry: str, state: str, out: RowList, indexed: bool,
+               renamed: str | None) -> None:
+    """The rows of a list at depth 1 (an entry's ``input_args``/``output``..., or a parameter
+    gradient's list), as :func:`_walk` gives them, with the common leaves made right here;
+    keyed by ``renamed`` (see :func:`_entry_rows`).
+
+    ``indexed``: items are named ``prefix.<index>`` (else all ``prefix``). A plain tensor leaf
+    (exactly the keys type, dtype, shape, Max, Min, Mean, Norm, requires_grad, and md5 in md5
+    dumps; text type and dtype, int dims, a bool or null flag) takes its cells from
+    :data:`_CELLS`; a ``null`` and a plain scalar (``{"type": ..., "value": ...}``) make their
+    rows here; anything else goes through :func:`_tensor_row` / :func:`_walk`.
+    """
+    append = out.append
+    limit = out.limit
+    cells_of = _CELLS.get
+    name = prefix
+    key_prefix = None if renamed is None else renamed + prefix[len(entry):]
+    key = None
+    for index, value in enumerate(items):
+        if len(out) >= limit:
+            _too_many(out, entry)
+        if indexed:
+            tail = _INDEX[index] if index < 64 else f".{index}"
+            name = prefix + tail
+            if key_prefix is not None:
+                key = key_prefix + tail
+        elif key_prefix is not None:
+            key = key_prefix
+        if value is None:
+            append(Row(name, entry, state, NA, NA, NO_STATS, NA, None, "-1", None, key))
+            continue
+        if value.__class__ is dict:
+            size = len(value)
+            if size == 8 or size == 9:  # nine: with an "md5" (md5 dumps)
+                try:
+                    kind = value["type"]
+                    dtype = value["dtype"]
+                    shape = value["shape"]
+                    rg = value["requires_grad"]
+                    stats = (value["Max"], value["Min"], value["Mean"], value["Norm"])
+                    md5 = value["md5"] if size == 9 else None
+                except KeyError:
+                    pass
+                else:
+                    if (kind.__class__ is str and dtype.__class__ is str and shape.__class__ is list
+                            and (rg is True or rg is False or rg is None)):
+                        for dim in shape:
+                            if dim.__class__ is not int:
+                                break
+                        else:
+                            cells = cells_of((dtype, rg, tuple(shape))) or _plain_cells(dtype, rg, shape)
+                            if size == 9:
+                                out.has_md5 = True
+                                if not md5:
+                                    md5 = EMPTY_MD5
+                            append(Row(name, entry, state, cells[0], cells[1], stats, cells[2], md5, "-1", None, key))
+                            continue
+            elif size == 2:  # a scalar: {"type": ..., "value": ...}
+                try:
+                    kind = value["type"]
+                    scalar = value["value"]
+                except KeyError:
+                    pass
+                else:
+                    if (kind.__class__ is str and kind not in _OTHER_LEAVES
+                            and (indexed or name.rpartition(".")[2] not in COMM_SCALAR_NAMES)):
+                        dtype, stats, checksum = _scalar_cells(scalar)
+                        append(Row(name, entry, state, dtype, "[]", stats, NA, checksum, "-1", None, key))
+                        continue
+        start = len(out)
+        if value.__class__ is not dict or "dtype" not in value or not _tensor_row(name, entry, state, value, out):
+            _walk(value, name, entry, state, out, 2, indexed)
+        if renamed is not None:
+            _rekey(out, start, entry, renamed)
+
+
+def _plain_cells(dtype: str, rg: bool | None, shape: list[int]) -> tuple[str, str, str]:
+    """The dtype, shape and requires_grad cells of a plain tensor leaf, kept in :data:`_CELLS`."""
+    cells = (_shared(dtype), _shape_text(shape), NA if rg is None else _RG_TEXT[rg])
+    if len(_CELLS) < 100_000:
+        _CELLS[(dtype, rg, tuple(shape))] = cells
+    return cells
 
 
 def _too_many(rows: RowList, entry: str) -> None:
@@ -295,6 +425,8 @@ def flatten_entries(
         rows.limit = max_rows
     skipped: list[str] = []
     count = 0
+    renames: dict[str, str] = {}
+    counters: dict[str, int] = {}
     for name, body in entries:
         if len(rows) >= rows.limit:
             _too_many(rows, name)
@@ -308,5 +440,18 @@ def flatten_entries(
         if kind is None:
             skipped.append(name)
             continue
-        flatten_entry(name, body, kind, rows)
+        if "backward" not in name:
+            _entry_rows(name, body, kind, rows, None)
+            continue
+        # keys renumber backward calls in the order their entries first give rows (assign_keys)
+        renamed = renames.get(name)
+        found = None if renamed is not None else backward_stem(name)
+        if found is not None:
+            renamed = renumbered(found[0], found[1], counters.get(found[0], 0))
+        start = len(rows)
+        _entry_rows(name, body, kind, rows, None if renamed == name else renamed)
+        if found is not None and len(rows) > start:
+            counters[found[0]] = counters.get(found[0], 0) + 1
+            renames[name] = renamed
+    rows.keyed = not debug
     return rows, skipped, count

@@ -39,3 +39,25 @@ API_PREFIXES = (
     "Primitive.", "Jit.", "MintFunctional.", "MindSpeed.",
 )
 """Entry-name categories of API calls (the rest are modules / cells), both dumpers."""
+
+
+def backward_stem(entry: str) -> tuple[str, bool] | None:
+    """The stem (name minus its last two components) of a backward call's entry name, and
+    whether its call index comes before ``backward`` (an API: ``X.api.N.backward``) rather
+    than after it (a module: ``Module.path.Class.backward.N``); ``None`` for other names."""
+    if "backward" not in entry:  # most entries: no need to look closer
+        return None
+    head, dot, last = entry.rpartition(".")
+    stem, dot2, second = head.rpartition(".")
+    if not dot2:  # fewer than three components
+        return None
+    if last == "backward":
+        return stem, True
+    if second == "backward":
+        return stem, False
+    return None
+
+
+def renumbered(stem: str, api: bool, ordinal: int) -> str:
+    """A backward entry name (see :func:`backward_stem`) with call index ``ordinal``."""
+    return f"{stem}.{ordinal}.backward" if api else f"{stem}.backward.{ordinal}"

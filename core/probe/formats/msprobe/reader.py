@@ -17,9 +17,9 @@ from probe.formats.msprobe.flatten import flatten_entries, row_limit
 from probe.formats.msprobe.names import MINDSPORE_PREFIXES
 from probe.formats.msprobe.stack import load_stack
 from probe.formats.msprobe.stream import StreamedDump, skipped_names
-from probe.jsonio import open_regular, read_json_member
+from probe.jsonio import MemberMisplaced, open_regular, read_json_member
 from probe.memberindex import index_member
-from probe.model import DumpInfo, FlatDump, Row
+from probe.model import DumpInfo, FlatDump, Row, RowList
 
 log = logging.getLogger("probe")
 
@@ -35,8 +35,23 @@ class MsprobeJsonReader:
     def sniff(self, path: Path) -> bool:
         return path.name.endswith(("dump.json", "debug.json"))
 
-    def read(self, path: Path) -> tuple[DumpInfo, Iterator[tuple[str, Any]]]:
-        doc, entries = read_json_member(path, "data")
+    def read(self, path: Path, exact: bool = True) -> tuple[DumpInfo, Iterator[tuple[str, Any]]]:
+        """The dump's header and its entries in file order (parsed as they are taken).
+
+        ``exact=False`` takes ``data`` to be the file's last member without reading the whole
+        file for its end (see :func:`probe.jsonio.read_json_member`): iterating the entries may
+        then raise :class:`~probe.jsonio.MemberMisplaced` (read again with ``exact=True``).
+        """
+        doc, entries = read_json_member(path, "data", exact)
+        if not exact and entries is not None:
+            try:
+                return self._header(path, doc), entries
+            except InputError:  # the header may lack members placed after "data"
+                return self.read(path, exact=True)
+        return self._header(path, doc), entries if entries is not None else _consume(doc["data"])
+
+    def _header(self, path: Path, doc: Any) -> DumpInfo:
+        """The header of a parsed dump document (its ``data`` object may be emptied)."""
         if not isinstance(doc, dict):
             raise InputError("is not an msProbe dump (top level is not an object)", path)
         if "data" not in doc:
@@ -51,7 +66,7 @@ class MsprobeJsonReader:
             raise InputError(f"has task {task!r}; compare supports tensor and statistics dumps", path)
         framework = doc.get("framework")
         kind = "debug" if path.name.endswith("debug.json") or doc.get("level") == "debug" else "dump"
-        info = DumpInfo(
+        return DumpInfo(
             path=path,
             framework=str(framework or "pytorch"),
             task=str(task),
@@ -60,17 +75,13 @@ class MsprobeJsonReader:
             reader=self.name,
             framework_declared=bool(framework),
         )
-        return info, entries if entries is not None else _consume(data)
 
     def load(self, path: Path, with_stack: bool = True) -> FlatDump:
         """Read, validate and flatten the dump at ``path`` (and the stack.json beside it)."""
-        info, entries = self.read(path)
-        names: list[str] = []
         try:
-            rows, skipped, count = flatten_entries(entries, debug=info.kind == "debug", names=names,
-                                                  max_rows=row_limit())
-        except InputError as exc:
-            raise InputError(exc.problem, path) from None
+            info, names, (rows, skipped, count) = self._flatten(path, exact=False)
+        except MemberMisplaced:
+            info, names, (rows, skipped, count) = self._flatten(path, exact=True)
         if not info.framework_declared:
             info = _infer_framework(info, rows)
         dump = FlatDump(info=info, rows=rows, entry_count=count, entries=names)
@@ -79,6 +90,15 @@ class MsprobeJsonReader:
         if with_stack:
             dump.stack = load_stack(path.parent / "stack.json")
         return dump
+
+    def _flatten(self, path: Path, exact: bool) -> tuple[DumpInfo, list[str], tuple[RowList, list[str], int]]:
+        info, entries = self.read(path, exact)
+        names: list[str] = []
+        try:
+            return info, names, flatten_entries(entries, debug=info.kind == "debug", names=names,
+                                                max_rows=row_limit())
+        except InputError as exc:
+            raise InputError(exc.problem, path) from None
 
     def stream(self, path: Path, with_stack: bool = True) -> StreamedDump | None:
         """The dump read a window of entries at a time, or ``None`` when it must be read whole
