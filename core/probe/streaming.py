@@ -15,15 +15,19 @@ on for dump.json files of :data:`STREAM_MIN_BYTES` or more, or whenever the requ
 ``stream_window`` option (``--window``) gives a window size; ``0`` switches it off.
 Whatever turns up during the stream that only a whole compare does exactly (see
 :class:`probe.errors.NotStreamable`) abandons it, nothing written, and the plan runs whole.
+Where a second core is free, a forked child renders report windows ahead of this process
+(:mod:`probe.window_render`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import probe.stages as stages
+import probe.window_render as window_render
 from probe.errors import NotStreamable, ProbeError
 from probe.interfaces import Registries
 from probe.judge import judge_result
@@ -151,20 +155,36 @@ def _run_windows(plan: PairPlan, shell: CompareResult, windows: TargetWindows, g
     summary = Summary(first_error_job=plan.label)
     problems: list[str] = []
     tick = progress(f"{plan.label} compare", len(windows.dump.names)) if progress else None
-    mode = shell.mode
-    for entries, pairs in windows:
-        records = mode.compute(pairs, mode_ctx)
-        part = CompareResult(label=shell.label, mode=mode, records=records, target=shell.target,
-                             golden=shell.golden, stack=shell.stack, options=shell.options,
-                             output_stem=shell.output_stem, output_subdir=shell.output_subdir, rank=shell.rank)
-        judge_result(part)
-        summary.add(part.summary())
-        problems.extend(part.problems)
-        for builder in builders:
-            builder.add(part)
-        for stream in streams:
-            stream.write(part)
-        if tick:
-            tick(entries)
+    bounds = list(windows.bounds())
+    judged = partial(_judged, windows, shell, mode_ctx)
+    renderer = window_render.start(bounds, streams, judged, windows.skip)
+    try:
+        for index, (lo, hi) in enumerate(bounds):
+            if renderer:
+                renderer.at(index)
+            part = judged(lo, hi)
+            summary.add(part.summary())
+            problems.extend(part.problems)
+            for builder in builders:
+                builder.add(part)
+            if renderer:
+                renderer.write(index, part)
+            else:
+                for stream in streams:
+                    stream.write(part)
+            if tick:
+                tick(hi - lo)
+    finally:
+        if renderer:
+            renderer.close()
     shell.golden_only = summary.golden_only = golden.finish(windows.window)
     return windows, summary, problems, builders
+
+
+def _judged(windows: TargetWindows, shell: CompareResult, mode_ctx: ModeContext, lo: int, hi: int) -> CompareResult:
+    """The measured and judged rows of target entries ``lo:hi``."""
+    part = CompareResult(label=shell.label, mode=shell.mode, records=shell.mode.compute(windows.pairs(lo, hi), mode_ctx),
+                         target=shell.target, golden=shell.golden, stack=shell.stack, options=shell.options,
+                         output_stem=shell.output_stem, output_subdir=shell.output_subdir, rank=shell.rank)
+    judge_result(part)
+    return part

@@ -149,15 +149,25 @@ class TargetWindows:
         self.has_md5 = False
 
     def __iter__(self) -> Iterator[tuple[int, list[Pair]]]:
-        """``(entries, pairs)`` of each window: at most ``window`` entries and about
+        """``(entries, pairs)`` of each window (see :meth:`bounds`)."""
+        for lo, hi in self.bounds():
+            yield hi - lo, self.pairs(lo, hi)
+
+    def bounds(self) -> Iterator[tuple[int, int]]:
+        """``(lo, hi)`` entry ordinals of each window: at most ``window`` entries and about
         :data:`WINDOW_BYTES` of dump text (never less than one entry)."""
         starts, count = self.dump.index.starts, len(self.dump.names)
         lo = 0
         while lo < count:
             by_size = bisect_left(starts, starts[lo] + WINDOW_BYTES, lo + 1)
             hi = min(count, lo + self.window, max(lo + 1, by_size))
-            yield hi - lo, self.pairs(lo, hi)
+            yield lo, hi
             lo = hi
+
+    def skip(self, lo: int, hi: int) -> None:
+        """Pass over target entries ``lo:hi`` without reading them: the backward numbering of
+        later windows stays that of the whole dump (their golden rows count as not met)."""
+        backward_renames(self.dump.names[lo:hi], self.counters)
 
     def pairs(self, lo: int, hi: int) -> list[Pair]:
         """The pairs of target entries ``lo:hi`` in target order."""
