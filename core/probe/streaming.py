@@ -15,7 +15,7 @@ on for dump.json files of :data:`STREAM_MIN_BYTES` or more, or whenever the requ
 ``stream_window`` option (``--window``) gives a window size; ``0`` switches it off.
 Whatever turns up during the stream that only a whole compare does exactly (see
 :class:`probe.errors.NotStreamable`) abandons it, nothing written, and the plan runs whole.
-Where a second core is free, a forked child renders report windows ahead of this process
+Where a second core is free, a forked child judges and renders windows ahead of this process
 (:mod:`probe.window_render`).
 """
 
@@ -155,14 +155,11 @@ def _run_windows(plan: PairPlan, shell: CompareResult, windows: TargetWindows, g
     summary = Summary(first_error_job=plan.label)
     problems: list[str] = []
     tick = progress(f"{plan.label} compare", len(windows.dump.names)) if progress else None
-    bounds = list(windows.bounds())
     judged = partial(_judged, windows, shell, mode_ctx)
-    renderer = window_render.start(bounds, streams, judged, windows.skip)
+    renderer = window_render.start(windows, streams, judged, partial(_part, shell))
     try:
-        for index, (lo, hi) in enumerate(bounds):
-            if renderer:
-                renderer.at(index)
-            part = judged(lo, hi)
+        for index, (lo, hi) in enumerate(renderer.bounds if renderer else windows.bounds()):
+            part = renderer.judged(index, judged) if renderer else judged(lo, hi)
             summary.add(part.summary())
             problems.extend(part.problems)
             for builder in builders:
@@ -183,8 +180,13 @@ def _run_windows(plan: PairPlan, shell: CompareResult, windows: TargetWindows, g
 
 def _judged(windows: TargetWindows, shell: CompareResult, mode_ctx: ModeContext, lo: int, hi: int) -> CompareResult:
     """The measured and judged rows of target entries ``lo:hi``."""
-    part = CompareResult(label=shell.label, mode=shell.mode, records=shell.mode.compute(windows.pairs(lo, hi), mode_ctx),
-                         target=shell.target, golden=shell.golden, stack=shell.stack, options=shell.options,
-                         output_stem=shell.output_stem, output_subdir=shell.output_subdir, rank=shell.rank)
+    part = _part(shell, shell.mode.compute(windows.pairs(lo, hi), mode_ctx))
     judge_result(part)
     return part
+
+
+def _part(shell: CompareResult, records: list[Any]) -> CompareResult:
+    """A window's result: ``records`` and everything else from ``shell``."""
+    return CompareResult(label=shell.label, mode=shell.mode, records=records, target=shell.target,
+                         golden=shell.golden, stack=shell.stack, options=shell.options, output_stem=shell.output_stem,
+                         output_subdir=shell.output_subdir, rank=shell.rank)

@@ -73,6 +73,8 @@ class GoldenIndex:
         """Touched entries some of whose rows no target row met yet: bit mask of the rows met."""
         self.golden_only = 0
         self.has_md5 = False
+        self.log: list[tuple[int, int, int]] | None = None
+        """When a list, :meth:`settle` also adds its marks to it (for another process to apply)."""
 
     def candidates(self, keys: Iterable[str]) -> list[int]:
         """Sorted ordinals of the golden entries whose rows may share keys with entries of ``keys``."""
@@ -100,8 +102,16 @@ class GoldenIndex:
 
     def settle(self, ordinals: Sequence[int], rows: Sequence[Row], met: set[str]) -> None:
         """Record which rows of the golden entries ``ordinals`` a target key in ``met`` met."""
+        marks = self.marks(ordinals, rows, met)
+        if self.log is not None:
+            self.log.extend(marks)
+        self.apply(marks)
+
+    def marks(self, ordinals: Sequence[int], rows: Sequence[Row], met: set[str]) -> list[tuple[int, int, int]]:
+        """``(ordinal, mask of the rows met, rows)`` of each golden entry of ``ordinals``."""
         groups = {entry: list(group) for entry, group in groupby(rows, key=lambda r: r.entry)}
-        names, touched, partial = self.dump.names, self.touched, self.partial
+        names = self.dump.names
+        marks = []
         for index in ordinals:
             group = groups.get(names[index], ())
             if not group and names[index] in self.renames:
@@ -110,10 +120,17 @@ class GoldenIndex:
             for position, row in enumerate(group):
                 if row.key in met:
                     mask |= 1 << position
-            full = (1 << len(group)) - 1
+            marks.append((index, mask, len(group)))
+        return marks
+
+    def apply(self, marks: Iterable[tuple[int, int, int]]) -> None:
+        """Count what :meth:`marks` found (windows may meet a golden entry more than once)."""
+        touched, partial = self.touched, self.partial
+        for index, mask, size in marks:
+            full = (1 << size) - 1
             if not touched[index]:
                 touched[index] = 1
-                self.golden_only += len(group) - _popcount(mask)
+                self.golden_only += size - _popcount(mask)
                 if mask != full:
                     partial[index] = mask
                 continue
