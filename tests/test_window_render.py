@@ -174,3 +174,21 @@ def test_records_that_keep_state_elsewhere_are_not_packed() -> None:
     row = Row("a.input.0", "a", "input", "torch.float32", "[1]", (1.0, 1.0, 1.0, 1.0), "True", None, "")
     with pytest.raises(TypeError):
         pack([Tagged(Pair(row, None), ())])
+
+
+# --------------------------------------------------------------------------------------
+# the golden dump is indexed in a child: the index crosses without its mapping
+# --------------------------------------------------------------------------------------
+
+
+def test_a_member_index_maps_its_file_again_when_unpickled(tmp_path) -> None:
+    from probe.memberindex import index_member
+
+    path = tmp_path / "dump.json"
+    entries = {f"Torch.add.{i}.forward": {"output": [{"type": "int", "value": i}]} for i in range(5)}
+    path.write_text(json.dumps({"task": "statistics", "data": entries}, indent=1))
+    index = index_member(path, "data")
+    copy = pickle.loads(pickle.dumps(index))
+    assert copy.names == index.names and copy.parse(1, 4) == index.parse(1, 4)
+    path.write_text(json.dumps({"task": "statistics", "data": dict(list(entries.items())[:2])}, indent=1))
+    assert pickle.loads(pickle.dumps(index)).parse(1, 4) is None  # the file changed: no longer these entries

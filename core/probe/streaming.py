@@ -26,6 +26,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+import probe.runtime as runtime
 import probe.stages as stages
 import probe.window_render as window_render
 from probe.errors import NotStreamable, ProbeError
@@ -83,8 +84,20 @@ def _open(plan: PairPlan, request: CompareRequest, registries: Registries) -> tu
                stages.pick_reader(plan.golden, registries, plan.golden_reader_name))
     if not all(hasattr(r, "stream") for r in readers):
         return None
-    target = readers[0].stream(plan.target, with_stack=True)
-    golden = readers[1].stream(plan.golden, with_stack=False) if target is not None else None
+    # the golden dump is indexed in a forked child while this process indexes the target
+    side = runtime.start(readers[1].stream, plan.golden, False)
+    try:
+        target = readers[0].stream(plan.target, with_stack=True)
+    except BaseException:
+        side.cancel()
+        raise
+    if target is None:
+        side.cancel()
+        return None
+    try:
+        golden = side.result()
+    except ProbeError:  # also when the child could not send it back: index it here
+        golden = readers[1].stream(plan.golden, with_stack=False)
     if golden is None or target.has_md5 != golden.has_md5:
         return None
     return target, golden
