@@ -16,13 +16,15 @@ from typing import Any
 from probe.model import Pair, Row
 from probe.result import RowResult
 
-_ROW_SLOTS = Row.__slots__
-_row_values = attrgetter(*_ROW_SLOTS)
-_ROW_SETTERS = tuple(getattr(Row, name).__set__ for name in _ROW_SLOTS)
+_ROW_SLOTS = tuple(Row.__dict__.get("__slots__", ()))
+_ROW_SETTERS = tuple(getattr(Row.__dict__.get(name), "__set__", None) for name in _ROW_SLOTS)
+_ROW_KNOWN = len(_ROW_SLOTS) > 1 and None not in _ROW_SETTERS and Row.__dictoffset__ == 0 and Row.__bases__ == (object,)
+_row_values = attrgetter(*_ROW_SLOTS) if _ROW_KNOWN else None
 _PAIR_KNOWN = tuple(f.name for f in fields(Pair)) == ("target", "golden", "fuzzy")
-_RESULT_SLOTS = tuple(name for name in RowResult.__slots__ if name != "pair")
-_RESULT_GETTERS = tuple(RowResult.__dict__[name].__get__ for name in _RESULT_SLOTS)
-_RESULT_SETTERS = tuple(RowResult.__dict__[name].__set__ for name in _RESULT_SLOTS)
+_RESULT_SLOTS = tuple(name for name in RowResult.__dict__.get("__slots__", ()) if name != "pair")
+_RESULT_GETTERS = tuple(getattr(RowResult.__dict__.get(name), "__get__", None) for name in _RESULT_SLOTS)
+_RESULT_SETTERS = tuple(getattr(RowResult.__dict__.get(name), "__set__", None) for name in _RESULT_SLOTS)
+_RESULT_KNOWN = bool(_RESULT_SLOTS) and None not in _RESULT_GETTERS + _RESULT_SETTERS and RowResult.__dictoffset__ == 0
 _plain_classes: dict[type, bool] = {}
 
 
@@ -39,7 +41,7 @@ def _plain(cls: type) -> bool:
 def _row(row: Row | None) -> tuple[Any, ...] | None:
     if row is None:
         return None
-    if row.__class__ is not Row:
+    if row.__class__ is not Row or _row_values is None:
         raise TypeError(f"cannot pack a {type(row).__name__}")
     return _row_values(row)
 
@@ -47,8 +49,8 @@ def _row(row: Row | None) -> tuple[Any, ...] | None:
 def pack(records: list[RowResult]) -> list[tuple[Any, ...]]:
     """The records as tuples of plain values (:func:`unpack` makes them again); ``TypeError``
     for a record, pair or row class that keeps state elsewhere than in the known slots."""
-    if not _PAIR_KNOWN:
-        raise TypeError("cannot pack this Pair")
+    if not (_PAIR_KNOWN and _RESULT_KNOWN):
+        raise TypeError("cannot pack these records")
     out = []
     append = out.append
     getters = _RESULT_GETTERS
