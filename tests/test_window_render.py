@@ -32,8 +32,8 @@ class _Nowhere:
 
 @pytest.fixture
 def taken(monkeypatch):
-    """Windows the child judged, per streamed plan; the child takes every window it can
-    (the parent never says where it is) and the parent waits for each."""
+    """Windows the child judged, per streamed plan: the child takes every window (the parent
+    never says where it is) and the parent waits for each (whether or not the child took it yet)."""
     counts: list[int] = []
     close = WindowRenderer.close
 
@@ -43,6 +43,7 @@ def taken(monkeypatch):
 
     monkeypatch.setattr(window_render, "LEAD", 0)
     monkeypatch.setattr(window_render, "_AT", _Nowhere())
+    monkeypatch.setattr(WindowRenderer, "_child_took", lambda self, index: True)
     monkeypatch.setattr(WindowRenderer, "close", spy)
     return counts
 

@@ -121,9 +121,8 @@ class WindowRenderer:
 
     def _take(self, index: int) -> int | None:
         """The row count of window ``index`` when the child did it, else ``None``."""
-        owner = _AT.size + index
-        if self.pipe is None or self.page[owner] != _CHILD:
-            self.page[owner] = _PARENT
+        if self.pipe is None or not self._child_took(index):
+            self.page[_AT.size + index] = _PARENT
             return None
         while True:
             message = self.pipe.read(_MESSAGE.size)
@@ -135,6 +134,9 @@ class WindowRenderer:
             if got == index:
                 return rows
             self._drop(got)  # a window the child took after this process had begun it
+
+    def _child_took(self, index: int) -> bool:
+        return self.page[_AT.size + index] == _CHILD
 
     def _drop(self, index: int) -> None:
         for name in [f"{index}.rows"] + [f"{index}.{number}" for number in range(len(self.ahead))]:
