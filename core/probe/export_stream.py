@@ -6,6 +6,11 @@ order, then ``close(result, summary)`` (the files written) or ``abort()`` (nothi
 The bytes equal those of ``write`` on the whole result: CSV parts past the row limit are cut
 where the whole report would cut them; a JSON or xlsx report, which needs the totals first,
 spools its rows to a temporary file and is assembled at ``close``.
+
+A stream may also take a window's bytes rendered elsewhere (:mod:`probe.window_render`):
+``render(window, file)`` writes them to ``file`` (any process, no stream state involved) and
+``append(file, rows)`` adds them in order in place of ``write``, or returns ``False`` when it
+cannot (the caller then calls ``write``).
 """
 
 from __future__ import annotations
@@ -62,6 +67,27 @@ class CsvStream:
             self.in_part += take
             start += take
 
+    def render(self, result: CompareResult, file: Path) -> None:
+        with open(file, "w", encoding="utf-8", newline="") as handle:
+            csv_body(handle, result)
+
+    def append(self, file: Path, rows: int) -> bool:
+        """Add a rendered window of ``rows`` rows; ``False`` when a part ends inside it."""
+        if not rows:
+            return True
+        if self.handle is not None and self.in_part == self.max_rows:
+            if rows > self.max_rows:
+                return False
+            self._next_part()
+        if self.handle is None:
+            self._next_part()
+        if self.in_part + rows > self.max_rows:
+            return False
+        self.handle.flush()
+        _copy(file, self.handle.buffer)
+        self.in_part += rows
+        return True
+
     def close(self, result: CompareResult, summary: Summary) -> list[Path]:
         written = []
         for out in self.parts:
@@ -117,6 +143,15 @@ class XlsxStream:
     def write(self, result: CompareResult) -> None:
         self.spool.add(list(self.exporter.cells(result)))
 
+    def render(self, result: CompareResult, file: Path) -> None:
+        with open(file, "wb") as handle:
+            marshal.dump(list(self.exporter.cells(result)), handle)
+
+    def append(self, file: Path, rows: int) -> bool:
+        _copy(file, self.spool.handle)
+        self.spool.count += rows
+        return True
+
     def close(self, result: CompareResult, summary: Summary) -> list[Path]:
         try:
             return self.exporter.write_rows(self.path, self.columns, self.spool.rows(), self.spool.count)
@@ -141,6 +176,16 @@ class JsonStream:
             self.handle.writelines(JsonExporter.lines(result, self.first))
             self.first = False
 
+    def render(self, result: CompareResult, file: Path) -> None:
+        with open(file, "wb") as handle:
+            handle.writelines(JsonExporter.lines(result, False))
+
+    def append(self, file: Path, rows: int) -> bool:
+        if rows:
+            _copy(file, self.handle, len(b",\n") if self.first else 0)
+            self.first = False
+        return True
+
     def close(self, result: CompareResult, summary: Summary) -> list[Path]:
         self.handle.close()
         try:
@@ -159,6 +204,13 @@ class JsonStream:
             os.unlink(self.body)
         except FileNotFoundError:  # closed already
             pass
+
+
+def _copy(file: Path, handle: Any, skip: int = 0) -> None:
+    """Append the bytes of ``file`` (less its first ``skip``) to the binary ``handle``."""
+    with open(file, "rb") as source:
+        source.seek(skip)
+        shutil.copyfileobj(source, handle, 1 << 20)
 
 
 class StreamingCsvExporter(CsvExporter):

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from probe.errors import InputError
 from probe.jsonio import MAX_JSON_BYTES, MAX_WHOLE_JSON_BYTES, member_span, open_regular, parse_piece
 
 _ENTRY = re.compile(rb'\n  "([^"\\\n]*)": ')
@@ -24,14 +25,29 @@ found, so the entries of its run no longer parse as expected and the caller fall
 
 
 class MemberIndex:
-    """Entry names of one member in file order, and the byte offset where each starts."""
+    """Entry names of one member in file order, and the byte offset where each starts.
 
-    def __init__(self, raw: Any, names: list[str], starts: array, end: int) -> None:
+    It pickles without its mapping (another process maps ``path`` again when it unpickles
+    it; a file changed since then no longer parses as these entries)."""
+
+    def __init__(self, raw: Any, names: list[str], starts: array, end: int, path: Path | None = None) -> None:
         self.raw = raw
         self.names = names
         self.starts = starts
         self.end = end
+        self.path = path
         self.found: set[bytes] = set()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "raw": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self.path is not None:
+            try:
+                self.raw = _map(self.path)
+            except (OSError, ValueError, InputError):
+                self.raw = None  # parse() then finds nothing: the compare runs whole
 
     def __len__(self) -> int:
         return len(self.names)
@@ -41,6 +57,8 @@ class MemberIndex:
         as exactly those entries (another layout, NaN tokens the parsers refuse, bad JSON)."""
         if lo >= hi:
             return []
+        if self.raw is None or len(self.raw) < self.end:
+            return None
         stop = self.starts[hi] if hi < len(self.starts) else self.end
         if stop - self.starts[lo] > MAX_WHOLE_JSON_BYTES:
             return None  # the whole read refuses it, naming the file
@@ -83,14 +101,9 @@ def index_member(path: Path, key: str, probes: Sequence[bytes] = ()) -> MemberIn
     scanned, so the scan never holds the file in memory. ``probes`` are byte strings looked
     for in the member on the way; :attr:`MemberIndex.found` holds those that occur.
     """
-    fd = open_regular(path, "JSON file")
-    try:
-        size = os.fstat(fd).st_size
-        if size > MAX_JSON_BYTES or size == 0:
-            return None  # the whole read reports it
-        raw = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-    finally:
-        os.close(fd)
+    raw = _map(path)
+    if raw is None:
+        return None
     span = member_span(raw, key)
     if span is None:
         return None
@@ -113,9 +126,21 @@ def index_member(path: Path, key: str, probes: Sequence[bytes] = ()) -> MemberIn
         return None
     if not starts or starts[0] != body or len(set(names)) != len(names):
         return None
-    index = MemberIndex(raw, names, starts, end)
+    index = MemberIndex(raw, names, starts, end, path)
     index.found = found
     return index
+
+
+def _map(path: Path) -> mmap.mmap | None:
+    """``path`` memory-mapped for reading; ``None`` when empty or too large (the whole read reports it)."""
+    fd = open_regular(path, "JSON file")
+    try:
+        size = os.fstat(fd).st_size
+        if size > MAX_JSON_BYTES or size == 0:
+            return None
+        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    finally:
+        os.close(fd)
 
 
 def release(raw: Any, begin: int, stop: int) -> None:

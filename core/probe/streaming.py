@@ -15,15 +15,20 @@ on for dump.json files of :data:`STREAM_MIN_BYTES` or more, or whenever the requ
 ``stream_window`` option (``--window``) gives a window size; ``0`` switches it off.
 Whatever turns up during the stream that only a whole compare does exactly (see
 :class:`probe.errors.NotStreamable`) abandons it, nothing written, and the plan runs whole.
+Where a second core is free, a forked child judges and renders windows ahead of this process
+(:mod:`probe.window_render`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
+import probe.runtime as runtime
 import probe.stages as stages
+import probe.window_render as window_render
 from probe.errors import NotStreamable, ProbeError
 from probe.interfaces import Registries
 from probe.judge import judge_result
@@ -79,8 +84,20 @@ def _open(plan: PairPlan, request: CompareRequest, registries: Registries) -> tu
                stages.pick_reader(plan.golden, registries, plan.golden_reader_name))
     if not all(hasattr(r, "stream") for r in readers):
         return None
-    target = readers[0].stream(plan.target, with_stack=True)
-    golden = readers[1].stream(plan.golden, with_stack=False) if target is not None else None
+    # the golden dump is indexed in a forked child while this process indexes the target
+    side = runtime.start(readers[1].stream, plan.golden, False)
+    try:
+        target = readers[0].stream(plan.target, with_stack=True)
+    except BaseException:
+        side.cancel()
+        raise
+    if target is None:
+        side.cancel()
+        return None
+    try:
+        golden = side.result()
+    except ProbeError:  # also when the child could not send it back: index it here
+        golden = readers[1].stream(plan.golden, with_stack=False)
     if golden is None or target.has_md5 != golden.has_md5:
         return None
     return target, golden
@@ -151,20 +168,38 @@ def _run_windows(plan: PairPlan, shell: CompareResult, windows: TargetWindows, g
     summary = Summary(first_error_job=plan.label)
     problems: list[str] = []
     tick = progress(f"{plan.label} compare", len(windows.dump.names)) if progress else None
-    mode = shell.mode
-    for entries, pairs in windows:
-        records = mode.compute(pairs, mode_ctx)
-        part = CompareResult(label=shell.label, mode=mode, records=records, target=shell.target,
-                             golden=shell.golden, stack=shell.stack, options=shell.options,
-                             output_stem=shell.output_stem, output_subdir=shell.output_subdir, rank=shell.rank)
-        judge_result(part)
-        summary.add(part.summary())
-        problems.extend(part.problems)
-        for builder in builders:
-            builder.add(part)
-        for stream in streams:
-            stream.write(part)
-        if tick:
-            tick(entries)
+    judged = partial(_judged, windows, shell, mode_ctx)
+    renderer = window_render.start(windows, streams, judged, partial(_part, shell))
+    try:
+        for index, (lo, hi) in enumerate(renderer.bounds if renderer else windows.bounds()):
+            part = renderer.judged(index, judged) if renderer else judged(lo, hi)
+            summary.add(part.summary())
+            problems.extend(part.problems)
+            for builder in builders:
+                builder.add(part)
+            if renderer:
+                renderer.write(index, part)
+            else:
+                for stream in streams:
+                    stream.write(part)
+            if tick:
+                tick(hi - lo)
+    finally:
+        if renderer:
+            renderer.close()
     shell.golden_only = summary.golden_only = golden.finish(windows.window)
     return windows, summary, problems, builders
+
+
+def _judged(windows: TargetWindows, shell: CompareResult, mode_ctx: ModeContext, lo: int, hi: int) -> CompareResult:
+    """The measured and judged rows of target entries ``lo:hi``."""
+    part = _part(shell, shell.mode.compute(windows.pairs(lo, hi), mode_ctx))
+    judge_result(part)
+    return part
+
+
+def _part(shell: CompareResult, records: list[Any]) -> CompareResult:
+    """A window's result: ``records`` and everything else from ``shell``."""
+    return CompareResult(label=shell.label, mode=shell.mode, records=records, target=shell.target,
+                         golden=shell.golden, stack=shell.stack, options=shell.options, output_stem=shell.output_stem,
+                         output_subdir=shell.output_subdir, rank=shell.rank)

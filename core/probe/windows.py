@@ -73,6 +73,8 @@ class GoldenIndex:
         """Touched entries some of whose rows no target row met yet: bit mask of the rows met."""
         self.golden_only = 0
         self.has_md5 = False
+        self.log: list[tuple[int, int, int]] | None = None
+        """When a list, :meth:`settle` also adds its marks to it (for another process to apply)."""
 
     def candidates(self, keys: Iterable[str]) -> list[int]:
         """Sorted ordinals of the golden entries whose rows may share keys with entries of ``keys``."""
@@ -100,8 +102,16 @@ class GoldenIndex:
 
     def settle(self, ordinals: Sequence[int], rows: Sequence[Row], met: set[str]) -> None:
         """Record which rows of the golden entries ``ordinals`` a target key in ``met`` met."""
+        marks = self.marks(ordinals, rows, met)
+        if self.log is not None:
+            self.log.extend(marks)
+        self.apply(marks)
+
+    def marks(self, ordinals: Sequence[int], rows: Sequence[Row], met: set[str]) -> list[tuple[int, int, int]]:
+        """``(ordinal, mask of the rows met, rows)`` of each golden entry of ``ordinals``."""
         groups = {entry: list(group) for entry, group in groupby(rows, key=lambda r: r.entry)}
-        names, touched, partial = self.dump.names, self.touched, self.partial
+        names = self.dump.names
+        marks = []
         for index in ordinals:
             group = groups.get(names[index], ())
             if not group and names[index] in self.renames:
@@ -110,10 +120,17 @@ class GoldenIndex:
             for position, row in enumerate(group):
                 if row.key in met:
                     mask |= 1 << position
-            full = (1 << len(group)) - 1
+            marks.append((index, mask, len(group)))
+        return marks
+
+    def apply(self, marks: Iterable[tuple[int, int, int]]) -> None:
+        """Count what :meth:`marks` found (windows may meet a golden entry more than once)."""
+        touched, partial = self.touched, self.partial
+        for index, mask, size in marks:
+            full = (1 << size) - 1
             if not touched[index]:
                 touched[index] = 1
-                self.golden_only += len(group) - _popcount(mask)
+                self.golden_only += size - _popcount(mask)
                 if mask != full:
                     partial[index] = mask
                 continue
@@ -149,15 +166,25 @@ class TargetWindows:
         self.has_md5 = False
 
     def __iter__(self) -> Iterator[tuple[int, list[Pair]]]:
-        """``(entries, pairs)`` of each window: at most ``window`` entries and about
+        """``(entries, pairs)`` of each window (see :meth:`bounds`)."""
+        for lo, hi in self.bounds():
+            yield hi - lo, self.pairs(lo, hi)
+
+    def bounds(self) -> Iterator[tuple[int, int]]:
+        """``(lo, hi)`` entry ordinals of each window: at most ``window`` entries and about
         :data:`WINDOW_BYTES` of dump text (never less than one entry)."""
         starts, count = self.dump.index.starts, len(self.dump.names)
         lo = 0
         while lo < count:
             by_size = bisect_left(starts, starts[lo] + WINDOW_BYTES, lo + 1)
             hi = min(count, lo + self.window, max(lo + 1, by_size))
-            yield hi - lo, self.pairs(lo, hi)
+            yield lo, hi
             lo = hi
+
+    def skip(self, lo: int, hi: int) -> None:
+        """Pass over target entries ``lo:hi`` without reading them: the backward numbering of
+        later windows stays that of the whole dump (their golden rows count as not met)."""
+        backward_renames(self.dump.names[lo:hi], self.counters)
 
     def pairs(self, lo: int, hi: int) -> list[Pair]:
         """The pairs of target entries ``lo:hi`` in target order."""
