@@ -9,7 +9,6 @@ msProbe reports for ``-m torchair``, which differs from its API-level compare.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass
 
@@ -176,6 +175,8 @@ def compare_statistics(golden: Loaded, mine: Loaded) -> Outcome:
 
 def md5_of(loaded: Loaded) -> str:
     """MD5 of the decoded tensor bytes (C order)."""
+    import hashlib  # loads OpenSSL (~7 ms): imported when a torchair md5 compare needs it, not at start-up
+
     assert loaded.array is not None
     return hashlib.md5(np.ascontiguousarray(loaded.array).tobytes()).hexdigest()
 
