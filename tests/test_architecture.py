@@ -14,7 +14,7 @@ PLUGIN_DIRS = sorted(ROOT.glob("plugins/*/probe_*")) + [ROOT / "tests" / "plugin
 LAZY_ALLOWED = {
     # optional or heavy third-party modules, imported where they are first needed
     "numpy", "yaml", "rich", "openpyxl", "dask", "torch", "tensorboard", "selenium", "matplotlib",
-    "concurrent", "multiprocessing", "tempfile", "shutil", "pickle", "importlib",
+    "concurrent", "multiprocessing", "tempfile", "shutil", "pickle", "importlib", "ctypes",
 }
 """Top-level package names a core function may import lazily (start-up time, optional extras)."""
 

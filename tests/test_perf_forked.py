@@ -61,6 +61,18 @@ def test_packed_dump_round_trips(case: str) -> None:
     assert back.rows.keyed and dump.rows.keyed
 
 
+def test_unpacked_golden_shares_the_targets_names() -> None:
+    target = load_dump(CASES / "stat_mix_tfm" / "target" / "step0" / "rank0" / "dump.json", READER)
+    dump = load_dump(CASES / "stat_mix_tfm" / "golden" / "step0" / "rank0" / "dump.json", READER, with_stack=False)
+    back = unpack_dump(pack_dump(dump), target)
+    assert _rows(back) == _rows(dump)
+    own = {id(getattr(row, a)) for row in target.rows for a in ("name", "entry")}
+    names = {row.name for row in target.rows}
+    shared = [row for row in back.rows if row.name in names]
+    assert shared and all(id(row.name) in own and id(row.entry) in own for row in shared)
+    assert all(row.key is row.name for row in shared if row.key == row.name)
+
+
 @needs_fork
 def test_golden_read_in_a_child_equals_serial_read(monkeypatch) -> None:
     monkeypatch.setattr(dumps, "FORK_MIN_BYTES", 0)

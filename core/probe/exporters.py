@@ -33,7 +33,7 @@ SPLIT_MIN_ROWS = 20_000
 XLSX_MAX_ROWS = 1_048_500
 HIGHLIGHT_COLUMN = "Highlight"
 _INF = math.inf
-COLUMN_CHUNK = 8192
+COLUMN_CHUNK = 4096
 """Rows rendered together when a mode renders whole columns (bounded memory, bulk speed)."""
 
 

@@ -64,6 +64,7 @@ def run_unit(plan: PairPlan, request: CompareRequest, keep: bool, host: Host | N
                 return streamed
             result = run_plan(plan, request, host, progress)
             digests, needs_result = stages.diagnose(result, request, analyzers)
+            runtime.release_memory()  # before export forks a child that starts with this memory
             stages.export(result, host, request, timestamp())
     except ProbeError as exc:
         return JobOutcome(plan.label, Summary(), error=str(exc), exit_code=exc.exit_code)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import probe.dumps as dumps
+import probe.runtime as runtime
 from probe.errors import InputError
 from probe.formats.msprobe.stack import load_stack
 from probe.interfaces import Registries
@@ -46,6 +47,7 @@ def read(plan: PairPlan, registries: Registries, stack_path: str | None = None,
     target, golden = dumps.load_pair(plan.target, plan.golden, target_reader, golden_reader,
                                      plan.options.get("reader_args"))
     settle_read(plan, target, golden, stack_path, framework)
+    runtime.release_memory()  # what parsing freed, before the rows of the compare fill it up
     return target, golden
 
 
@@ -233,15 +235,17 @@ def diagnose(result: CompareResult, request: CompareRequest, analyzers: Sequence
 
     Returns the digests by analyzer name and whether some analyzer needs the whole result.
     """
-    digests: dict[str, Any] = {}
+    made: dict[str, Any] = {}
     needs_result = False
-    for analyzer in analyzers:
+    # the last registered first: the diagnosis (registered first) keeps the largest digest,
+    # and the others' passes over the whole result then run before it is held
+    for analyzer in reversed(analyzers):
         digest = getattr(analyzer, "digest", None)
         if digest is None:
             needs_result = True
         else:
-            digests[analyzer.name] = digest(request, result)
-    return digests, needs_result
+            made[analyzer.name] = digest(request, result)
+    return {a.name: made[a.name] for a in analyzers if a.name in made}, needs_result
 
 
 def export(result: CompareResult, registries: Registries, request: CompareRequest, stamp: str) -> list[Path]:
