@@ -27,6 +27,7 @@ simply runs in the calling process when its result is asked for.
 
 from __future__ import annotations
 
+import functools
 import gc
 import itertools
 import os
@@ -138,9 +139,6 @@ def start(func: Callable[..., Any], *args: Any) -> Task:
 # --------------------------------------------------------------------------------------
 
 
-_trim: list[Callable[[int], int] | None] = []
-
-
 def release_memory() -> None:
     """Give the C heap's free pages back to the system (glibc only; elsewhere nothing).
 
@@ -148,12 +146,12 @@ def release_memory() -> None:
     freed pages stay in the process until trimmed. Trimming between stages keeps the peak
     of a whole compare lower, for a few milliseconds.
     """
-    if not _trim:
-        _trim.append(_malloc_trim())
-    if _trim[0] is not None:
-        _trim[0](0)
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
+@functools.cache
 def _malloc_trim() -> Callable[[int], int] | None:
     """glibc's ``malloc_trim``, or ``None`` on other systems and C libraries."""
     if not sys.platform.startswith("linux"):
