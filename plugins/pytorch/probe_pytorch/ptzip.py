@@ -179,17 +179,7 @@ def _read_tail_first(handle: BinaryIO, size: int) -> np.ndarray | None:
     members = _members(handle.read(), tail_start, handle)
     if members is None:
         return _read_with_zipfile(handle)
-
-    def read(offset: int, length: int) -> bytes:
-        handle.seek(offset)
-        return handle.read(length)
-
-    located = _locate(members, read)
-    if located is None:
-        return None
-    kind, dtype, start, count, shape = located
-    handle.seek(start)
-    return _shaped(kind, np.fromfile(handle, dtype=dtype, count=count), count, shape)
+    return _read_members(handle, members)
 
 
 def _shaped(kind: str, data: np.ndarray, count: int, shape: tuple[int, ...]) -> np.ndarray | None:
@@ -311,6 +301,11 @@ def _read_with_zipfile(handle: Any) -> np.ndarray | None:
     handle.seek(0)
     archive = zipfile.ZipFile(handle)
     members = {i.filename: (i.compress_type, i.file_size, i.header_offset) for i in archive.infolist()}
+    return _read_members(handle, members)
+
+
+def _read_members(handle: Any, members: dict[str, tuple[int, int, int]]) -> np.ndarray | None:
+    """The tensor of the zip ``members`` (see :func:`_members`), read from ``handle`` where it lies."""
 
     def read(offset: int, length: int) -> bytes:
         handle.seek(offset)
@@ -321,8 +316,7 @@ def _read_with_zipfile(handle: Any) -> np.ndarray | None:
         return None
     kind, dtype, start, count, shape = located
     handle.seek(start)
-    data = np.fromfile(handle, dtype=dtype, count=count)
-    return _shaped(kind, data, count, shape)
+    return _shaped(kind, np.fromfile(handle, dtype=dtype, count=count), count, shape)
 
 
 def _contiguous_strides(size: tuple[int, ...]) -> tuple[int, ...]:
