@@ -193,3 +193,25 @@ def test_a_member_index_maps_its_file_again_when_unpickled(tmp_path) -> None:
     assert copy.names == index.names and copy.parse(1, 4) == index.parse(1, 4)
     path.write_text(json.dumps({"task": "statistics", "data": dict(list(entries.items())[:2])}, indent=1))
     assert pickle.loads(pickle.dumps(index)).parse(1, 4) is None  # the file changed: no longer these entries
+
+
+_UNPICKLED: list[str] = []
+
+
+class _Tripwire:
+    """Unpickling this records that it happened."""
+
+    def __reduce__(self):
+        return (_UNPICKLED.append, ("unpickled",))
+
+
+def test_rows_files_are_unpickled_only_when_sealed_by_the_child() -> None:
+    _seal, _unseal = window_render._seal, window_render._unseal
+    key = b"k" * 32
+    assert _unseal(key, _seal(key, [1, "a"])) == [1, "a"]
+    forged = pickle.dumps(_Tripwire())
+    sealed = _seal(key, "fine")
+    for data in (b"\0" * 32 + forged, sealed[:32] + forged, _seal(b"x" * 32, "fine"), b""):
+        with pytest.raises(ValueError):
+            _unseal(key, data)
+    assert _UNPICKLED == []

@@ -23,10 +23,13 @@ therefore those of a serial stream.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import mmap
 import os
 import pickle
+import secrets
 import shutil
 import struct
 from collections.abc import Callable, Sequence
@@ -50,6 +53,9 @@ _AT = struct.Struct("<q")
 _MESSAGE = struct.Struct("<qq")
 """What the child sends per window done: its number and its row count."""
 
+_SEAL = 32
+"""Bytes of the keyed BLAKE2b digest in front of each rows file."""
+
 Judged = Callable[[int, int], CompareResult]
 """The judged rows of target entries ``lo:hi`` (the same function in both processes)."""
 
@@ -66,10 +72,11 @@ class WindowRenderer:
         self.directory = temp_dir(directory, "windows")
         self.taken = 0
         self.ready = -1
+        self.key = secrets.token_bytes(_SEAL)  # only this process and its child know it
         read_fd, write_fd = os.pipe()
         try:
             self.task = runtime.start(_judge_ahead, write_fd, windows, bounds, self.ahead, judged, self.page,
-                                      self.directory)
+                                      self.directory, self.key)
         except BaseException:
             os.close(read_fd)
             shutil.rmtree(self.directory, ignore_errors=True)
@@ -85,9 +92,9 @@ class WindowRenderer:
         rows = self._take(index)
         if rows is not None:
             try:
-                with open(self.directory / f"{index}.rows", "rb") as source:
-                    records, problems, marks, target_md5, golden_md5 = pickle.load(source)  # noqa: S301 - our child's
-            except (OSError, EOFError, pickle.UnpicklingError):
+                records, problems, marks, target_md5, golden_md5 = _unseal(
+                    self.key, (self.directory / f"{index}.rows").read_bytes())
+            except (OSError, ValueError, EOFError, pickle.UnpicklingError):
                 records = None
             if records is not None and len(records) == rows:
                 self.windows.skip(lo, hi)
@@ -159,8 +166,23 @@ def start(windows: TargetWindows, streams: list[Any], judged: Judged,
     return WindowRenderer(windows, bounds, streams, judged, part, path.parent)
 
 
+def _seal(key: bytes, value: Any) -> bytes:
+    """``value`` pickled, behind a digest keyed by ``key`` (see :func:`_unseal`)."""
+    payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    return hashlib.blake2b(payload, key=key, digest_size=_SEAL).digest() + payload
+
+
+def _unseal(key: bytes, data: bytes) -> Any:
+    """What :func:`_seal` sealed with ``key``; ``ValueError`` for anything else. Only bytes our
+    own child sealed with the key it inherited are ever unpickled, whatever the rows file holds."""
+    digest, payload = data[:_SEAL], data[_SEAL:]
+    if not hmac.compare_digest(digest, hashlib.blake2b(payload, key=key, digest_size=_SEAL).digest()):
+        raise ValueError("not sealed by this compare's child")
+    return pickle.loads(payload)  # noqa: S301 - authenticated: written by our own child
+
+
 def _judge_ahead(fd: int, windows: TargetWindows, bounds: Sequence[tuple[int, int]], streams: list[Any],
-                 judged: Judged, page: mmap.mmap, directory: Path) -> None:
+                 judged: Judged, page: mmap.mmap, directory: Path, key: bytes) -> None:
     """The child: judge and render the windows it takes, announcing each; pass over the others."""
     golden = windows.golden
     with os.fdopen(fd, "wb", buffering=0) as pipe:
@@ -174,7 +196,6 @@ def _judge_ahead(fd: int, windows: TargetWindows, bounds: Sequence[tuple[int, in
             part = judged(lo, hi)
             for number, stream in enumerate(streams):
                 stream.render(part, directory / f"{index}.{number}")
-            with open(directory / f"{index}.rows", "wb") as out:
-                pickle.dump((pack(part.records), part.problems, golden.log, windows.has_md5, golden.has_md5), out,
-                            protocol=pickle.HIGHEST_PROTOCOL)
+            (directory / f"{index}.rows").write_bytes(
+                _seal(key, (pack(part.records), part.problems, golden.log, windows.has_md5, golden.has_md5)))
             pipe.write(_MESSAGE.pack(index, len(part.records)))
