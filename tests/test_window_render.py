@@ -112,6 +112,39 @@ def test_windows_the_parent_began_first_are_dropped(tmp_path, run_probe, monkeyp
     assert taken and taken[0] > 0
 
 
+class _Refusing:
+    """A digest builder's merging side that refuses every other part (as on a wrong assumption)."""
+
+    def __init__(self, merger) -> None:
+        self.merger, self.calls = merger, 0
+
+    def skip(self, names) -> None:
+        self.merger.skip(names)
+
+    def part(self, window):
+        return self.merger.part(window)
+
+    def merge(self, part) -> bool:
+        self.calls += 1
+        return self.calls % 2 == 0 and self.merger.merge(part)
+
+
+def test_windows_a_builder_cannot_merge_are_judged_here(tmp_path, run_probe, monkeypatch, taken) -> None:
+    init = WindowRenderer.__init__
+
+    def refusing(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.mergers = [_Refusing(m) for m in self.mergers]
+
+    monkeypatch.setattr(WindowRenderer, "__init__", refusing)
+    for case, label, argv in CASES[:12]:
+        got = run_probe(*probe_argv(argv, tmp_path / label / case.name), "--window", "2", cwd=case)
+        files = {"exit_code": str(got.code), **collect(tmp_path / label / case.name)}
+        expected = EXPECTED[f"{case.parent.name}/{case.name}/{label}"]
+        assert files == expected, case.name
+    assert sum(taken) >= 20
+
+
 # --------------------------------------------------------------------------------------
 # judged rows cross as plain tuples and come back the same (property test)
 # --------------------------------------------------------------------------------------

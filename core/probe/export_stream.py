@@ -9,8 +9,8 @@ spools its rows to a temporary file and is assembled at ``close``.
 
 A stream may also take a window's bytes rendered elsewhere (:mod:`probe.window_render`):
 ``render(window, file)`` writes them to ``file`` (any process, no stream state involved) and
-``append(file, rows)`` adds them in order in place of ``write``, or returns ``False`` when it
-cannot (the caller then calls ``write``).
+``append(file, rows)`` adds them in order in place of ``write``; ``fits(rows)`` tells beforehand
+whether it can (else the caller renders the window itself and calls ``write``).
 """
 
 from __future__ import annotations
@@ -71,18 +71,19 @@ class CsvStream:
         with open(file, "w", encoding="utf-8", newline="") as handle:
             csv_body(handle, result)
 
+    def fits(self, rows: int) -> bool:
+        """Whether a window of ``rows`` rows goes in whole (no part ends inside it)."""
+        used = 0 if self.handle is None or self.in_part == self.max_rows else self.in_part
+        return not rows or used + rows <= self.max_rows
+
     def append(self, file: Path, rows: int) -> bool:
         """Add a rendered window of ``rows`` rows; ``False`` when a part ends inside it."""
         if not rows:
             return True
-        if self.handle is not None and self.in_part == self.max_rows:
-            if rows > self.max_rows:
-                return False
-            self._next_part()
-        if self.handle is None:
-            self._next_part()
-        if self.in_part + rows > self.max_rows:
+        if not self.fits(rows):
             return False
+        if self.handle is None or self.in_part == self.max_rows:
+            self._next_part()
         self.handle.flush()
         _copy(file, self.handle.buffer)
         self.in_part += rows
@@ -147,6 +148,9 @@ class XlsxStream:
         with open(file, "wb") as handle:
             marshal.dump(list(self.exporter.cells(result)), handle)
 
+    def fits(self, rows: int) -> bool:
+        return True
+
     def append(self, file: Path, rows: int) -> bool:
         _copy(file, self.spool.handle)
         self.spool.count += rows
@@ -179,6 +183,9 @@ class JsonStream:
     def render(self, result: CompareResult, file: Path) -> None:
         with open(file, "wb") as handle:
             handle.writelines(JsonExporter.lines(result, False))
+
+    def fits(self, rows: int) -> bool:
+        return True
 
     def append(self, file: Path, rows: int) -> bool:
         if rows:

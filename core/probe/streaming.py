@@ -169,19 +169,19 @@ def _run_windows(plan: PairPlan, shell: CompareResult, windows: TargetWindows, g
     problems: list[str] = []
     tick = progress(f"{plan.label} compare", len(windows.dump.names)) if progress else None
     judged = partial(_judged, windows, shell, mode_ctx)
-    renderer = window_render.start(windows, streams, judged, partial(_part, shell))
+    renderer = window_render.start(windows, streams, builders, judged, partial(_part, shell))
     try:
         for index, (lo, hi) in enumerate(renderer.bounds if renderer else windows.bounds()):
-            part = renderer.judged(index, judged) if renderer else judged(lo, hi)
-            summary.add(part.summary())
-            problems.extend(part.problems)
-            for builder in builders:
-                builder.add(part)
+            done = renderer.judged(index, judged) if renderer else window_render.Done.here(judged(lo, hi), builders)
+            summary.add(done.summary)
+            problems.extend(done.problems)
+            for builder in done.pending:
+                builder.add(done.result)
             if renderer:
-                renderer.write(index, part)
+                renderer.write(index, done)
             else:
                 for stream in streams:
-                    stream.write(part)
+                    stream.write(done.result)
             if tick:
                 tick(hi - lo)
     finally:
