@@ -213,8 +213,8 @@ def test_window_size_follows_the_request_and_the_dump_size(tmp_path, monkeypatch
     _write(tmp_path / "t" / "dump.json", list(_entries(1.0).items()))
     plan = PairPlan("dump.json", tmp_path / "t" / "dump.json", tmp_path / "t" / "dump.json")
 
-    def size(keep: bool = False, plan: PairPlan = plan, **options) -> int:
-        return streaming.window_size(plan, CompareRequest(plan.target, plan.golden, options=options), keep)
+    def size(keep: bool = False, plan: PairPlan = plan, exporters=(), **options) -> int:
+        return streaming.window_size(plan, CompareRequest(plan.target, plan.golden, options=options), keep, exporters)
 
     assert size() == 0  # small dumps run whole
     assert size(stream_window=5) == 5
@@ -223,5 +223,15 @@ def test_window_size_follows_the_request_and_the_dump_size(tmp_path, monkeypatch
     assert size(plan=PairPlan("x", plan.target, plan.golden, pairers=("fuzzy",)), stream_window=5) == 0
     assert size(plan=PairPlan("x", plan.target, plan.golden, pairers=("exact",)), stream_window=5) == 5
     monkeypatch.setattr(streaming, "STREAM_MIN_BYTES", 1)
-    assert size() == streaming.DEFAULT_WINDOW
+    assert size() == streaming.AUTO
     assert size(stream_window=0) == 0
+    dear = type("Dear", (), {"stream_min_bytes": plan.target.stat().st_size * 2 + 1})()
+    assert size(exporters=[dear]) == 0  # an exporter whose stream costs more asks for larger dumps
+    assert size(exporters=[dear], stream_window=5) == 5
+
+
+def test_automatic_windows_grow_with_the_dump_within_bounds() -> None:
+    sizes = [streaming.auto_window(n) for n in (0, 10, 10_000, 100_000, 1_000_000, 10**8)]
+    assert sizes == sorted(sizes)
+    assert sizes[0] == streaming.MIN_WINDOW and sizes[-1] == streaming.MAX_WINDOW
+    assert streaming.MIN_WINDOW < streaming.auto_window(100_000) < streaming.MAX_WINDOW

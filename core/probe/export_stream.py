@@ -228,7 +228,10 @@ class StreamingCsvExporter(CsvExporter):
 
 
 class StreamingXlsxExporter(XlsxExporter):
-    """The xlsx exporter, able to write a streamed compare's report."""
+    """The xlsx exporter, able to write a streamed compare's report (by default only for dumps this
+    large: the workbook is assembled row by row from the spool, where a whole write renders columns)."""
+
+    stream_min_bytes = 512 << 20
 
     def open_stream(self, result: CompareResult, path: Path) -> XlsxStream:
         return XlsxStream(self, result, path)

@@ -11,8 +11,9 @@ A plan is streamed only when every stage supports it and nothing needs the whole
 readers with ``stream``, a mode with ``streams``, the exact pairer with no mapper or
 normalizer active, no ``-hl``, every analyzer with ``digest_stream`` and every exporter
 with ``open_stream``, and the caller not keeping results (the Python API keeps them). It is
-on for dump.json files of :data:`STREAM_MIN_BYTES` or more, or whenever the request's
-``stream_window`` option (``--window``) gives a window size; ``0`` switches it off.
+on for dump.json files of :data:`STREAM_MIN_BYTES` or more (windows sized from the entry
+count, :func:`auto_window`), or whenever the request's ``stream_window`` option
+(``--window``) gives a window size; ``0`` switches it off.
 Whatever turns up during the stream that only a whole compare does exactly (see
 :class:`probe.errors.NotStreamable`) abandons it, nothing written, and the plan runs whole.
 Where a second core is free, a forked child judges and renders windows ahead of this process
@@ -22,7 +23,7 @@ Where a second core is free, a forked child judges and renders windows ahead of 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -38,16 +39,22 @@ from probe.windows import GoldenIndex, TargetWindows
 
 log = logging.getLogger("probe")
 
-STREAM_MIN_BYTES = 512 << 20
-"""Plans whose two dump files together are at least this large are streamed by default."""
-DEFAULT_WINDOW = 8192
-"""Target entries per window by default (about 25k rows of a statistics dump)."""
+STREAM_MIN_BYTES = 64 << 20
+"""Plans whose two dump files together are at least this large are streamed by default (an
+exporter may ask for more with a ``stream_min_bytes`` attribute: its stream costs more than
+its whole write)."""
+AUTO = -1
+"""Window size chosen from the target's entry count once both dumps are indexed (:func:`auto_window`)."""
+MIN_WINDOW, MAX_WINDOW, WINDOWS = 1024, 8192, 48
+"""An automatic window holds ``entries // WINDOWS`` entries, within these bounds: enough windows
+for the two processes to share them evenly, each large enough to cost little apart from its rows."""
 
 Progress = Callable[[str, int], Callable[[int], None]]
 
 
-def window_size(plan: PairPlan, request: CompareRequest, keep: bool) -> int:
-    """Entries per window for ``plan``, or ``0`` when it runs whole (before looking inside the dumps)."""
+def window_size(plan: PairPlan, request: CompareRequest, keep: bool, exporters: Sequence[Any] = ()) -> int:
+    """Entries per window for ``plan``: the requested size, :data:`AUTO`, or ``0`` when it runs
+    whole (decided before looking inside the dumps)."""
     forced = request.options.get("stream_window")
     if keep or forced == 0 or request.options.get("highlight") or plan.options.get("reader_args"):
         return 0
@@ -59,16 +66,22 @@ def window_size(plan: PairPlan, request: CompareRequest, keep: bool) -> int:
         size = plan.target.stat().st_size + plan.golden.stat().st_size
     except OSError:
         return 0
-    return DEFAULT_WINDOW if size >= STREAM_MIN_BYTES else 0
+    least = max([STREAM_MIN_BYTES] + [getattr(e, "stream_min_bytes", 0) for e in exporters])
+    return AUTO if size >= least else 0
+
+
+def auto_window(entries: int) -> int:
+    """The window size :data:`AUTO` stands for, for a target dump of ``entries`` entries."""
+    return min(MAX_WINDOW, max(MIN_WINDOW, entries // WINDOWS))
 
 
 def run_streamed(plan: PairPlan, request: CompareRequest, registries: Registries, analyzers: list[Any],
                  keep: bool, stamp: str, progress: Progress | None = None) -> JobOutcome | None:
     """Run ``plan`` a window at a time; ``None`` when it must run whole (nothing was written then)."""
-    window = window_size(plan, request, keep)
+    exporters = [registries.exporters.get(fmt) for fmt in request.formats] if request.output_dir is not None else []
+    window = window_size(plan, request, keep, exporters)
     if not window or not all(hasattr(a, "digest_stream") for a in analyzers):
         return None
-    exporters = [registries.exporters.get(fmt) for fmt in request.formats] if request.output_dir is not None else []
     if not all(hasattr(e, "open_stream") for e in exporters):
         return None
     try:
@@ -122,6 +135,8 @@ def _stream(plan: PairPlan, request: CompareRequest, registries: Registries, ana
                           stack=t_head.stack, options=options, output_stem=plan.output_stem,
                           output_subdir=plan.output_subdir, rank=plan.rank)
     golden_index = GoldenIndex(golden)
+    if window == AUTO:
+        window = auto_window(len(target.names))
     log.debug("%s: compared %d entries at a time", plan.label, window)
     streams = _open_streams(shell, exporters, request, stamp)
     try:
