@@ -290,6 +290,20 @@ class AdviceBuilder:
                     self.saved.clear()
                     searching = False
 
+    def count(self, tally: Tally) -> None:
+        """Add the :func:`tally` of rows met after the first failing row (their nodes no longer searched)."""
+        unmatched, first_unmatched, not_compared, first_not_compared, forwards = tally
+        missing = self.missing
+        if missing:
+            for entry in forwards:
+                if entry in missing:
+                    raise NotStreamable(f"{entry} comes after a backward node that needs it")
+        advice = self.advice
+        advice.unmatched += unmatched
+        advice.first_unmatched = advice.first_unmatched or first_unmatched
+        advice.not_compared += not_compared
+        advice.first_not_compared = advice.first_not_compared or first_not_compared
+
     def finish(self) -> Advice:
         """The advice once every node was added."""
         advice = self.advice
@@ -308,6 +322,33 @@ class AdviceBuilder:
             advice.failing_facts = failing_facts
             advice.failing_relation = failing_facts.relation()
         return advice
+
+
+Tally = tuple[int, "str | None", int, "RowResult | None", list[str]]
+"""What :meth:`AdviceBuilder.add` keeps of rows once the first failing row is found: the unmatched
+rows' count and first name, the not compared rows' count and first row, and the names of the
+entries that may be forward calls (a backward node may have looked for them)."""
+
+
+def tally(records: list[RowResult]) -> Tally:
+    """The :data:`Tally` of ``records`` (whole entries, in order)."""
+    unmatched = not_compared = 0
+    first_unmatched = first_not_compared = entry = None
+    forwards = []
+    for record in records:
+        if record.verdict == UNMATCHED:
+            if record.pair.golden is not None:
+                not_compared += 1
+                first_not_compared = first_not_compared or record
+            else:
+                unmatched += 1
+                first_unmatched = first_unmatched or record.name
+        name = record.pair.target.entry
+        if name != entry:
+            entry = name
+            if "forward" in name:  # every forward_of() result holds it
+                forwards.append(name)
+    return unmatched, first_unmatched, not_compared, first_not_compared, forwards
 
 
 def _pct(value: float) -> str:
