@@ -112,7 +112,8 @@ def _shown(analyzer: Any, digests: list[Any]) -> Any:
         return facts, repr(diagnose_facts(digests))
     if isinstance(analyzer, AdvisorAnalyzer):
         return [(repr(d.payload), explain(d.payload)) for d in digests], advisor_text([d.payload for d in digests])
-    nodes = [[(n.entry, n.index, [r.name for r in n.records], n.peers) for n in d.payload] for d in digests]
+    nodes = [[(n.entry, n.rank, n.index, [repr(r) for r in n.records], n.stack, n.peers) for n in d.payload]
+             for d in digests]
     by_rank = {d.rank if d.rank is not None else i: d.payload for i, d in enumerate(digests)}
     return nodes, repr(check_collectives(by_rank, md5=digests[0].md5))
 
@@ -175,13 +176,17 @@ def _dump(path: Path, entries: list[tuple[str, float]]) -> Path:
     return path / "dump.json"
 
 
+def _pair(tmp_path: Path, entries: list[tuple[str, float]]) -> tuple[CompareResult, ...]:
+    target = _dump(tmp_path / "t", entries)
+    golden = _dump(tmp_path / "g", [(name, 1.0) for name, _ in entries])
+    return tuple(compare(target, golden, analyze=False))
+
+
 def _late_forward(tmp_path: Path, failing: str) -> tuple[CompareResult, ...]:
     """A backward call dumped before its forward call; ``failing`` names the entry whose output fails."""
     names = ["Functional.conv2d.0.forward", "Functional.relu.0.backward", "Functional.linear.0.forward",
              "Functional.gelu.0.forward", "Functional.relu.0.forward", "Functional.add.0.forward"]
-    target = _dump(tmp_path / "t", [(n, 3.0 if n == failing else 1.0) for n in names])
-    golden = _dump(tmp_path / "g", [(n, 1.0) for n in names])
-    return tuple(compare(target, golden, analyze=False))
+    return _pair(tmp_path, [(n, 3.0 if n == failing else 1.0) for n in names])
 
 
 @pytest.mark.parametrize("failing", ["", "Functional.conv2d.0.forward", "Functional.relu.0.backward",
@@ -196,3 +201,16 @@ def test_a_forward_call_after_its_backward_call_stops_the_stream_alike(tmp_path:
         advisor = ANALYZERS[1]
         with pytest.raises(NotStreamable):
             _plain(advisor, results[0], _windows(results[0], cuts))
+
+
+@pytest.mark.parametrize("cuts", [[], [1], [2], [3], [1, 2, 3, 4, 5], [2, 4]])
+@pytest.mark.parametrize("copied", [[True], [False, True], [True, False]])
+def test_ignored_ops_and_their_backward_calls_are_passed_over_alike(tmp_path: Path, cuts: list[int],
+                                                                   copied: list[bool]) -> None:
+    # the ignored op's output differs by 5% (no rule fires); its backward call is ignored as well
+    results = _pair(tmp_path, [("Functional.conv2d.0.forward", 1.0), ("Tensor.__setitem__.0.forward", 1.05),
+                               ("Functional.relu.0.forward", 1.0), ("Tensor.__setitem__.0.backward", 1.0),
+                               ("Functional.gelu.0.forward", 1.0), ("Functional.linear.0.forward", 1.6)])
+    advice = _plain(ANALYZERS[1], results[0], _windows(results[0], [])).payload
+    assert advice.culprit.node.entry == "Functional.linear.0.forward"
+    _check(results, cuts, copied)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
 from typing import Any
@@ -16,19 +16,18 @@ from rich.panel import Panel
 from rich.text import Text
 
 from probe.analysis import nodes_by_rank
-from probe.analysis.advisor import AdviceBuilder, Tally, advise, advisor_text, explain, tally
+from probe.analysis.advisor import AdviceBuilder, AdvicePart, advise, advisor_text, explain
 from probe.analysis.collective import check_collectives, shares_output
 from probe.analysis.da_json import write_diff_analyze, write_rank_json
 from probe.analysis.first_diff import FirstDiff, find_first_diff
-from probe.analysis.nodes import ENTRY_OF, Node, api_of, build_nodes, is_comm_entry
+from probe.analysis.nodes import (ENTRY_OF, Node, PortableNode, api_of, build_nodes, is_comm_entry, portable,
+                                  restored)
 from probe.diagnosis.analyzer import diagnosis_of
 from probe.diagnosis.facts import step_of
 from probe.formats.msprobe.names import COMM_PREFIXES
 from probe.diagnosis.oneanswer import advisor_lines, diff_analyze_nodes
 from probe.io import atomic_write, prepare_output_dir, timestamp, unique_path
-from probe.model import ERROR, WARNING
 from probe.result import Analysis, CompareResult, analysable
-from probe.rowpack import pack, unpack
 
 
 @dataclass
@@ -54,16 +53,11 @@ def _digest_of(result: CompareResult, payload: Any) -> Digest:
 
 
 class _AdviceStream:
-    """The advisor's digest of a streamed compare: :class:`AdviceBuilder` fed window by window.
-
-    A window's :meth:`part` (made by a copy of this stream, see :data:`AdvicePart`) keeps its
-    rows up to the first failing row's node whole and only a :func:`tally` of the rest."""
+    """The advisor's digest of a streamed compare: :class:`AdviceBuilder` fed window by window
+    (or with the parts a copy of it made, see :meth:`AdviceBuilder.part`)."""
 
     def __init__(self, result: CompareResult) -> None:
         self.builder = AdviceBuilder(result)
-        self.shell = result
-        self.over = False
-        """(A copy) a window it made a part of held a failing row: every later row is only counted."""
 
     def add(self, window: CompareResult) -> None:
         self.builder.add(build_nodes(window, judge=False))
@@ -72,48 +66,13 @@ class _AdviceStream:
         """Nothing to learn from a window this copy does not judge (whether it fails is unknown)."""
 
     def part(self, window: CompareResult) -> AdvicePart:
-        """What :meth:`merge` needs of ``window``."""
-        records = window.records
-        cut = 0
-        if not self.over:
-            cut = len(records)
-            for index, record in enumerate(records):
-                verdict = record.verdict
-                if verdict == WARNING or verdict == ERROR:  # the rest of its entry goes along
-                    entry, cut = record.pair.target.entry, index + 1
-                    while cut < len(records) and records[cut].pair.target.entry == entry:
-                        cut += 1
-                    self.over = True
-                    break
-        whole: Any = records[:cut]
-        try:
-            whole = (True, pack(whole))
-        except TypeError:  # a record class probe.rowpack does not know: pickled as it is
-            whole = (False, whole)
-        return whole, tally(records[cut:]) if cut < len(records) else None
+        return self.builder.part(window)
 
     def merge(self, part: AdvicePart) -> bool:
-        """Add a window's :meth:`part`; ``False``, nothing changed, when it counts rows only while
-        this builder still looks for the first failing row (it never does when windows come in order)."""
-        (packed, whole), counted = part
-        builder = self.builder
-        if not whole and counted is not None and builder.advice.failing is None:
-            return False
-        if whole:
-            records = unpack(whole) if packed else whole
-            builder.add(build_nodes(replace(self.shell, records=records), judge=False))
-        if counted is not None:
-            builder.count(counted)
-        return True
+        return self.builder.merge(part)
 
     def finish(self, result: CompareResult) -> Digest:
         return _digest_of(result, self.builder.finish())
-
-
-AdvicePart = tuple[tuple[bool, list], "Tally | None"]
-"""A window's part for the advisor: its rows up to the end of the first failing row's entry (every
-row when none fails and none failed in a window before; none after that), packed by
-:func:`probe.rowpack.pack` when it can (flag ``True``), and the :func:`tally` of the rest."""
 
 
 class _CollectiveStream:
@@ -123,29 +82,42 @@ class _CollectiveStream:
     def __init__(self, result: CompareResult) -> None:
         self.nodes: list = []
         self.entries = 0
+        self.rank = result.rank or 0
+        self.stack = result.stack or {}
 
     def add(self, window: CompareResult) -> None:
-        self.merge(self.part(window))
+        self._extend(build_nodes(window, keep=_shares_output, judge=False), _entry_count(window))  # -da not read
 
-    def skip(self, names: Sequence[str]) -> None:
-        """Nothing to learn from a window this copy does not judge."""
-
-    def part(self, window: CompareResult) -> tuple[list[Node], int]:
-        """The window's shared-output collective nodes (``index`` counted in the window) and its entry count."""
-        nodes = build_nodes(window, keep=_shares_output, judge=False)  # -da verdicts are not read
-        return nodes, sum(1 for _ in groupby(window.records, key=ENTRY_OF))
-
-    def merge(self, part: tuple[list[Node], int]) -> bool:
-        """Add a window's :meth:`part` (windows in order)."""
-        nodes, entries = part
+    def _extend(self, nodes: list[Node], entries: int) -> None:
         for node in nodes:
             node.index += self.entries
             self.nodes.append(node)
         self.entries += entries
+
+    def skip(self, names: Sequence[str]) -> None:
+        """Nothing to learn from a window this copy does not judge."""
+
+    def part(self, window: CompareResult) -> CollectivePart:
+        """The window's shared-output collective nodes (``index`` counted in the window) and its entry count."""
+        return portable(build_nodes(window, keep=_shares_output, judge=False)), _entry_count(window)
+
+    def merge(self, part: CollectivePart) -> bool:
+        """Add a window's :meth:`part` (windows in order)."""
+        nodes, entries = part
+        self._extend(restored(nodes, self.rank, self.stack), entries)
         return True
 
     def finish(self, result: CompareResult) -> Digest:
         return _digest_of(result, self.nodes)
+
+
+CollectivePart = tuple[list[PortableNode], int]
+"""A window's part for the collective digest: its shared-output nodes (``index`` counted in the
+window) and its entry count."""
+
+
+def _entry_count(window: CompareResult) -> int:
+    return sum(1 for _ in groupby(window.records, key=ENTRY_OF))
 
 
 def _shares_output(entry: str) -> bool:
