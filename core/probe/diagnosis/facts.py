@@ -415,7 +415,7 @@ def node_facts(entry: str, order: int, records: Iterable[RowResult], tensor_mode
     With ``md5`` (checksum dumps) a tensor either matches (deviation 0) or not (infinite). With
     ``leaf_inputs``, every input that could be a leaf were fewer outputs produced before (a tensor
     input of a forward call, deviation above 0, its fingerprint not in ``produced``) is appended to it
-    as ``(deviation, fingerprint, tail or name, whether a tail)``, in input order (see :func:`leaf_of`).
+    as ``(deviation, fingerprint, tail or name, whether a tail)``, in input order (for :func:`_set_leaf`).
     """
     kind = _kind(entry)
     backward = backward or kind == "parameters_grad" or ".backward" in entry
@@ -599,7 +599,7 @@ class RankFactsBuilder:
 
     def part(self, window: CompareResult) -> WindowFacts:
         """What :meth:`add` would keep of ``window``, made without the earlier windows' outputs (see
-        :class:`WindowFacts`); only whether the backward pass began is taken from this builder."""
+        :data:`WindowFacts`); only whether the backward pass began is taken from this builder."""
         start = backward = self.backward
         produced: set = set()
         rows: list[tuple[Any, ...]] = []
