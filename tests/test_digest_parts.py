@@ -214,3 +214,20 @@ def test_ignored_ops_and_their_backward_calls_are_passed_over_alike(tmp_path: Pa
     advice = _plain(ANALYZERS[1], results[0], _windows(results[0], [])).payload
     assert advice.culprit.node.entry == "Functional.linear.0.forward"
     _check(results, cuts, copied)
+
+
+def test_merge_declines_a_part_made_on_what_does_not_hold_and_changes_nothing() -> None:
+    # a copy that judged windows the real builder never had (not what a stream does) assumes
+    # the backward pass began (diagnosis) and the failing row was found (advisor)
+    result = _results("pytorch/stat_mix_cnn")[0]
+    windows = _windows(result, list(range(1, len(_entries(result)))))
+    for analyzer in ANALYZERS[:2]:
+        real = analyzer.digest_stream(None, _shell(result))
+        twin = copy.deepcopy(real)
+        before = pickle.dumps(real)
+        parts = [pickle.loads(pickle.dumps(twin.part(window))) for window in windows]
+        assert not real.merge(parts[-1]), analyzer.name
+        assert pickle.dumps(real) == before, analyzer.name
+        for window in windows:
+            real.add(window)
+        assert _shown(analyzer, [real.finish(_shell(result))]) == _shown(analyzer, [_plain(analyzer, result, windows)])
