@@ -179,7 +179,12 @@ class Analyzer(Protocol):
     results, so whole results never travel between processes. The digest must be
     picklable and small. Optional member ``digest_stream(request, result)`` returns a
     builder of the same digest for streamed compares: ``add(window)`` per window of whole
-    entries in order, then ``finish(result) -> digest``.
+    entries in order, then ``finish(result) -> digest``. A builder may also have ``part(window)``,
+    ``skip(names)`` and ``merge(part) -> bool``, so that a copy of it in another process (forked
+    before the first window) digests the windows that process judges: the copy gets ``part`` for
+    its windows and ``skip`` (the target entry names) for the others, in order; the builder gets
+    ``merge(part)`` for those windows in order, and ``add(window)`` when ``merge`` returns
+    ``False`` (the part assumed what does not hold). The digest is the same either way.
     """
 
     name: str

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from probe.analysis.nodes import Node, build_nodes, has_nan_inf, row_deviation
+from probe.analysis.nodes import Node, build_nodes, has_nan_inf, is_ignored, portable, restored, row_deviation
 from probe.diagnosis.rank import forward_of
 from probe.errors import NotStreamable
 from probe.model import ERROR, WARNING
@@ -244,6 +244,10 @@ class AdviceBuilder:
 
     def __init__(self, result: CompareResult, by_entry: dict[str, Node] | None = None) -> None:
         self.md5 = result.mode.name == "md5"
+        self.rank = result.rank or 0
+        self.stack = result.stack or {}
+        self.phase = _SEARCH
+        """(A copy making parts) what its own windows told of the real builder's search."""
         self.advice = Advice(label=result.label, rank=result.rank, md5=self.md5)
         self.by_entry = by_entry
         self.saved: dict[str, _Saved] = {}
@@ -260,7 +264,9 @@ class AdviceBuilder:
             self.missing.add(forward)
         return node_facts(node, self.md5, saved=saved)
 
-    def add(self, nodes: list[Node]) -> None:
+    def add(self, nodes: list[Node], counted: bool = True) -> None:
+        """Look through ``nodes`` (the next ones in dump order); with ``counted`` false their
+        unmatched and not compared rows are left for :meth:`count`."""
         advice = self.advice
         streamed = self.by_entry is None
         for node in nodes:
@@ -278,6 +284,8 @@ class AdviceBuilder:
             for record in node.records:
                 verdict = record.verdict
                 if verdict == UNMATCHED:
+                    if not counted:
+                        continue
                     if record.pair.golden is not None:
                         advice.not_compared += 1
                         advice.first_not_compared = advice.first_not_compared or record
@@ -289,6 +297,86 @@ class AdviceBuilder:
                     advice.failing_facts = facts if facts is not None else self._facts(node)
                     self.saved.clear()
                     searching = False
+
+    def part(self, window: CompareResult) -> AdvicePart:
+        """What :meth:`merge` needs of a window (whole entries), made by a copy of this builder taken before
+        the first window (another process) that has made the parts of its own windows only.
+
+        The copy knows only what its windows say: once a node of its own differs, the real builder
+        has its culprit; once a row of its own fails, it has its failing row. Before that a node is
+        kept whole when it may be the culprit or holds the failing row; of another node only its
+        name and, for a forward call, what a backward call takes from it (:class:`_Saved`), since a
+        node whose own rows do not differ differs only through a forward call that was never looked
+        at (an ignored op). The rest of the window after the failing row is only counted."""
+        phase = start = self.phase
+        items: list[tuple[str, Any, Any]] = []
+        rest = 0
+        if phase != _OVER:
+            md5 = self.md5
+            for node in build_nodes(window, judge=False):
+                entry = node.entry
+                rest += len(node.records)
+                failing = any(r.verdict == WARNING or r.verdict == ERROR for r in node.records)
+                whole = failing
+                facts = None
+                if phase == _SEARCH and not node.is_ignored:
+                    facts = node_facts(node, md5)
+                    forward = forward_of(entry)
+                    if facts.differs:
+                        whole, phase = True, _CULPRIT
+                    elif forward is not None and is_ignored(forward):  # its saved tensors were never looked at
+                        whole = True
+                if whole:
+                    items.append((entry, None, portable([node])[0]))
+                elif ".forward" in entry:
+                    plain = facts if facts is not None and forward_of(entry) is None else node_facts(node, md5)
+                    items.append((entry, _saved_values(plain), None))
+                elif "forward" in entry or phase == _SEARCH and forward_of(entry) is not None:
+                    items.append((entry, None, None))  # a name the missing forward calls may hold, or add
+                if failing:
+                    phase = _OVER
+                    break
+        self.phase = phase
+        records = window.records
+        return start, items, tally(records, rest) if records else None
+
+    def merge(self, part: AdvicePart) -> bool:
+        """Add a window's :meth:`part`, windows in order. ``False``, nothing changed, when the part
+        assumed a culprit or a failing row this builder has not found (never, windows in order)."""
+        start, items, counted = part
+        advice = self.advice
+        if advice.failing is None and (start == _OVER or start == _CULPRIT and advice.culprit is None):
+            return False
+        for entry, saved, whole in items:
+            if whole is not None:
+                self.add(restored([whole], self.rank, self.stack), counted=False)
+                continue
+            if self.missing and entry in self.missing:
+                raise NotStreamable(f"{entry} comes after a backward node that needs it")
+            if advice.failing is None:
+                if advice.culprit is None and not is_ignored(entry):  # what _facts() adds; the node does not differ
+                    forward = forward_of(entry)
+                    if forward is not None and forward not in self.saved:
+                        self.missing.add(forward)
+                if saved is not None:
+                    self.saved[entry] = _saved_of(saved)
+        if counted is not None:
+            self.count(counted)
+        return True
+
+    def count(self, tally: Tally) -> None:
+        """Add the :func:`tally` of a window whose nodes were added uncounted."""
+        unmatched, first_unmatched, not_compared, first_not_compared, forwards = tally
+        missing = self.missing
+        if missing:
+            for entry in forwards:
+                if entry in missing:
+                    raise NotStreamable(f"{entry} comes after a backward node that needs it")
+        advice = self.advice
+        advice.unmatched += unmatched
+        advice.first_unmatched = advice.first_unmatched or first_unmatched
+        advice.not_compared += not_compared
+        advice.first_not_compared = advice.first_not_compared or first_not_compared
 
     def finish(self) -> Advice:
         """The advice once every node was added."""
@@ -308,6 +396,58 @@ class AdviceBuilder:
             advice.failing_facts = failing_facts
             advice.failing_relation = failing_facts.relation()
         return advice
+
+
+Tally = tuple[int, "str | None", int, "RowResult | None", list[str]]
+"""What :meth:`AdviceBuilder.add` keeps of a window's rows besides the search: the unmatched rows'
+count and first name, the not compared rows' count and first row, and the names of the entries
+after the first failing row that may be forward calls (a backward node may have looked for them)."""
+
+
+def tally(records: list[RowResult], rest: int = 0) -> Tally:
+    """The :data:`Tally` of ``records`` (whole entries, in order), entry names from ``records[rest:]``."""
+    unmatched = not_compared = 0
+    first_unmatched = first_not_compared = entry = None
+    forwards = []
+    for index, record in enumerate(records):
+        if record.verdict == UNMATCHED:
+            if record.pair.golden is not None:
+                not_compared += 1
+                first_not_compared = first_not_compared or record
+            else:
+                unmatched += 1
+                first_unmatched = first_unmatched or record.name
+        if index >= rest:
+            name = record.pair.target.entry
+            if name != entry:
+                entry = name
+                if "forward" in name:  # every forward_of() result holds it
+                    forwards.append(name)
+    return unmatched, first_unmatched, not_compared, first_not_compared, forwards
+
+
+_SEARCH, _CULPRIT, _OVER = 0, 1, 2
+"""What a copy of an :class:`AdviceBuilder` knows of the real one from its own windows: nothing yet,
+that the culprit is found, that the failing row is found (:meth:`AdviceBuilder.part`)."""
+
+AdvicePart = tuple[int, list[tuple[str, Any, Any]], "Tally | None"]
+"""A window's part for the advisor (:meth:`AdviceBuilder.part`): what the copy knew before it, the
+nodes up to the failing row as ``(entry, saved facts, whole node)`` (only the entry when neither),
+and the :func:`tally` of its rows."""
+
+
+def _saved_values(facts: NodeFacts) -> tuple[Any, ...]:
+    """:func:`_saved` of ``facts`` as plain values (:func:`_saved_of` makes it)."""
+    def name(record: Any) -> str | None:
+        return None if record is None else record.name
+
+    return facts.in_dev, facts.out_dev, name(facts.worst_in), name(facts.worst_out), facts.nan_in, facts.nan_out
+
+
+def _saved_of(values: tuple[Any, ...]) -> _Saved:
+    in_dev, out_dev, worst_in, worst_out, nan_in, nan_out = values
+    return _Saved(in_dev, out_dev, None if worst_in is None else _Name(worst_in),
+                  None if worst_out is None else _Name(worst_out), nan_in, nan_out)
 
 
 def _pct(value: float) -> str:

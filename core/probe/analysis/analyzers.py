@@ -6,6 +6,7 @@ Registered by :mod:`probe.builtin.analysis`; they run after every job of a compa
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
@@ -15,11 +16,12 @@ from rich.panel import Panel
 from rich.text import Text
 
 from probe.analysis import nodes_by_rank
-from probe.analysis.advisor import AdviceBuilder, advise, advisor_text, explain
+from probe.analysis.advisor import AdviceBuilder, AdvicePart, advise, advisor_text, explain
 from probe.analysis.collective import check_collectives, shares_output
 from probe.analysis.da_json import write_diff_analyze, write_rank_json
 from probe.analysis.first_diff import FirstDiff, find_first_diff
-from probe.analysis.nodes import ENTRY_OF, api_of, build_nodes, is_comm_entry
+from probe.analysis.nodes import (ENTRY_OF, Node, PortableNode, api_of, build_nodes, is_comm_entry, portable,
+                                  restored)
 from probe.diagnosis.analyzer import diagnosis_of
 from probe.diagnosis.facts import step_of
 from probe.formats.msprobe.names import COMM_PREFIXES
@@ -51,13 +53,23 @@ def _digest_of(result: CompareResult, payload: Any) -> Digest:
 
 
 class _AdviceStream:
-    """The advisor's digest of a streamed compare: :class:`AdviceBuilder` fed window by window."""
+    """The advisor's digest of a streamed compare: :class:`AdviceBuilder` fed window by window
+    (or with the parts a copy of it made, see :meth:`AdviceBuilder.part`)."""
 
     def __init__(self, result: CompareResult) -> None:
         self.builder = AdviceBuilder(result)
 
     def add(self, window: CompareResult) -> None:
         self.builder.add(build_nodes(window, judge=False))
+
+    def skip(self, names: Sequence[str]) -> None:
+        """Nothing to learn from a window this copy does not judge (whether it fails is unknown)."""
+
+    def part(self, window: CompareResult) -> AdvicePart:
+        return self.builder.part(window)
+
+    def merge(self, part: AdvicePart) -> bool:
+        return self.builder.merge(part)
 
     def finish(self, result: CompareResult) -> Digest:
         return _digest_of(result, self.builder.finish())
@@ -70,15 +82,42 @@ class _CollectiveStream:
     def __init__(self, result: CompareResult) -> None:
         self.nodes: list = []
         self.entries = 0
+        self.rank = result.rank or 0
+        self.stack = result.stack or {}
 
     def add(self, window: CompareResult) -> None:
-        for node in build_nodes(window, keep=_shares_output, judge=False):  # -da verdicts are not read
+        self._extend(build_nodes(window, keep=_shares_output, judge=False), _entry_count(window))  # -da not read
+
+    def _extend(self, nodes: list[Node], entries: int) -> None:
+        for node in nodes:
             node.index += self.entries
             self.nodes.append(node)
-        self.entries += sum(1 for _ in groupby(window.records, key=ENTRY_OF))
+        self.entries += entries
+
+    def skip(self, names: Sequence[str]) -> None:
+        """Nothing to learn from a window this copy does not judge."""
+
+    def part(self, window: CompareResult) -> CollectivePart:
+        """The window's shared-output collective nodes (``index`` counted in the window) and its entry count."""
+        return portable(build_nodes(window, keep=_shares_output, judge=False)), _entry_count(window)
+
+    def merge(self, part: CollectivePart) -> bool:
+        """Add a window's :meth:`part` (windows in order)."""
+        nodes, entries = part
+        self._extend(restored(nodes, self.rank, self.stack), entries)
+        return True
 
     def finish(self, result: CompareResult) -> Digest:
         return _digest_of(result, self.nodes)
+
+
+CollectivePart = tuple[list[PortableNode], int]
+"""A window's part for the collective digest: its shared-output nodes (``index`` counted in the
+window) and its entry count."""
+
+
+def _entry_count(window: CompareResult) -> int:
+    return sum(1 for _ in groupby(window.records, key=ENTRY_OF))
 
 
 def _shares_output(entry: str) -> bool:

@@ -24,6 +24,7 @@ from probe.modes.common import is_nan_or_inf
 from probe.modes.statistics import StatisticsMode, stat_difference
 from probe.numbers import as_number
 from probe.result import CompareResult, RowResult
+from probe.rowpack import pack, unpack
 
 REL_COLUMNS = ("MaxRelativeErr", "MinRelativeErr", "MeanRelativeErr", "NormRelativeErr")
 DIFF_COLUMNS = ("Max diff", "Min diff", "Mean diff", "L2norm diff")
@@ -48,6 +49,11 @@ def api_of(entry: str) -> str:
     """The API (second dot component) of an entry name."""
     parts = entry.split(".")
     return parts[1] if len(parts) > 1 else entry
+
+
+def is_ignored(entry: str) -> bool:
+    """Whether ``entry`` is an op whose contents are not data flow (:data:`IGNORED_OPS`)."""
+    return any(k in entry for k in IGNORED_OPS)
 
 
 def is_comm_entry(entry: str) -> bool:
@@ -167,7 +173,7 @@ class Node:
 
     @property
     def is_ignored(self) -> bool:
-        return any(k in self.entry for k in IGNORED_OPS)
+        return is_ignored(self.entry)
 
     def stack_line(self) -> str | None:
         """The innermost stack line of user code (last "File" line outside site-packages), else the first."""
@@ -294,6 +300,28 @@ def build_nodes(
             node.peers = _peer_values(records)
         append(node)
     return nodes
+
+
+PortableNode = tuple[str, int, bool, list, dict[str, Any]]
+"""A node as plain values (:func:`portable`)."""
+
+
+def portable(nodes: list[Node]) -> list[PortableNode]:
+    """``nodes`` as plain values to pickle between probe's own processes (:func:`restored` makes them
+    again): the rows packed by :func:`probe.rowpack.pack` when it can; stack and ``-da`` verdict left out."""
+    out = []
+    for node in nodes:
+        try:
+            out.append((node.entry, node.index, True, pack(node.records), node.peers))
+        except TypeError:  # a record class probe.rowpack does not know: pickled as it is
+            out.append((node.entry, node.index, False, node.records, node.peers))
+    return out
+
+
+def restored(items: list[PortableNode], rank: int, stack: dict[str, list[str]]) -> list[Node]:
+    """The nodes :func:`portable` gave, of rank ``rank`` with the stacks of ``stack`` (unjudged)."""
+    return [Node(entry, rank, index, unpack(records) if packed else records, stack.get(entry), peers=peers)
+            for entry, index, packed, records, peers in items]
 
 
 def display_stat(value: Any) -> Any:

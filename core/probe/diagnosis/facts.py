@@ -8,10 +8,11 @@ carry them too), plus the relative Euclidean distance when tensors were compared
 
 from __future__ import annotations
 
+import json.decoder
 import math
 import re
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 from operator import attrgetter
@@ -83,6 +84,8 @@ def _row_name(slot: str, bit: int, doc: str) -> property:
 
 
 _NAMES = ("worst_in", "worst_out", "worst_param", "worst_leaf", "worst_reduced")
+_LEAF_BIT = 8
+"""The bit of ``w_leaf`` in :attr:`NodeFacts.tails`."""
 
 
 @dataclass(slots=True, init=False)
@@ -132,7 +135,7 @@ class NodeFacts:
     worst_in = _row_name("w_in", 1, "The input row that differs most.")
     worst_out = _row_name("w_out", 2, "The output row that differs most.")
     worst_param = _row_name("w_param", 4, "The parameter row that differs most.")
-    worst_leaf = _row_name("w_leaf", 8, "The input row no earlier entry produced that differs most.")
+    worst_leaf = _row_name("w_leaf", _LEAF_BIT, "The input row no earlier entry produced that differs most.")
     worst_reduced = _row_name("w_reduced", 16, "The reduction output row that differs most.")
 
     def __init__(self, entry: str, order: int, kind: str, op: str, backward: bool = False, in_dev: float = 0.0,
@@ -277,6 +280,20 @@ def _fingerprint(row: Any) -> bytes | tuple[float | None, ...] | None:
     return _PAIR.pack(high or 0.0, low or 0.0)  # ``or``: -0.0 packs as 0.0
 
 
+_NAN = json.decoder.NaN
+"""The float every parsed ``NaN`` token is (one object): fingerprints holding it are equal."""
+
+
+def _portable(fingerprint: tuple[float | None, ...]) -> tuple[float | None, ...]:
+    """A fingerprint holding a NaN as it travels between processes, where the shared NaN is ``None``
+    (pickling makes every float a new object); :func:`_local` makes it again."""
+    return tuple(None if value is _NAN else value for value in fingerprint)
+
+
+def _local(fingerprint: tuple[float | None, ...]) -> tuple[float | None, ...]:
+    return tuple(_NAN if value is None else value for value in fingerprint)
+
+
 _LAST_DIMS: dict[str, int] = {}
 _NUMELS: dict[str, int] = {}
 
@@ -392,10 +409,13 @@ def lower_dtype(a: str, b: str) -> str:
 
 
 def node_facts(entry: str, order: int, records: Iterable[RowResult], tensor_mode: bool, produced: set,
-               backward: bool, md5: bool = False) -> NodeFacts:
+               backward: bool, md5: bool = False, leaf_inputs: list | None = None) -> NodeFacts:
     """The facts of one entry; ``produced`` holds the fingerprints of earlier outputs (updated here).
 
-    With ``md5`` (checksum dumps) a tensor either matches (deviation 0) or not (infinite).
+    With ``md5`` (checksum dumps) a tensor either matches (deviation 0) or not (infinite). With
+    ``leaf_inputs``, every input that could be a leaf were fewer outputs produced before (a tensor
+    input of a forward call, deviation above 0, its fingerprint not in ``produced``) is appended to it
+    as ``(deviation, fingerprint, tail or name, whether a tail)``, in input order (for :func:`_set_leaf`).
     """
     kind = _kind(entry)
     backward = backward or kind == "parameters_grad" or ".backward" in entry
@@ -479,10 +499,15 @@ def node_facts(entry: str, order: int, records: Iterable[RowResult], tensor_mode
             nan_in = nan_in or nan
             if dev > in_dev or not worst_in:
                 in_dev, worst_in = dev, t.name
-            if leaves and dev > leaf_dev:
+            if leaves and (dev > leaf_dev or leaf_inputs is not None and dev > 0.0):
                 fp = _fingerprint(t)
                 if fp is not None and fp not in produced:
-                    leaf_dev, worst_leaf = dev, t.name
+                    if dev > leaf_dev:
+                        leaf_dev, worst_leaf = dev, t.name
+                    if leaf_inputs is not None:
+                        tail = _tail(entry, t.name)
+                        leaf_inputs.append((dev, fp if fp.__class__ is bytes else _portable(fp),
+                                            t.name if tail is None else tail, tail is not None))
         elif state == "parameters":
             if dev > param_dev or not worst_param:
                 param_dev, worst_param = dev, t.name
@@ -532,6 +557,10 @@ class RankFactsBuilder:
     ``add`` takes each window's result in order; ``finish`` takes the whole-rank result
     (its rows may be left out) for the golden-only count. With ``once`` (each entry comes in
     one group of rows, as in a streamed compare) an entry's parent is dropped once looked up.
+
+    A window may instead be digested elsewhere, by a copy of the builder made before the first
+    window (a forked process): the copy makes the window's :meth:`part` and hears of the windows
+    it does not see through :meth:`skip`; this builder then takes the part with :meth:`merge`.
     """
 
     def __init__(self, result: CompareResult, once: bool = False) -> None:
@@ -557,9 +586,95 @@ class RankFactsBuilder:
             facts = node_facts(entry, len(nodes), group, self.tensor_mode, self.produced, self.backward, self.md5)
             facts.module = self.parent_of(entry, "")
             nodes.append(facts)
+        self._shrink()
+
+    def _shrink(self) -> None:
         if len(self.parents) < self.parents_size // 2:  # a dict keeps its table when emptied: copy it
             self._parents(dict(self.parents))
+
+    def skip(self, names: Sequence[str]) -> None:
+        """The target entry names of a window another process digests (only whether the backward pass began)."""
+        if not self.backward:
+            self.backward = any(".backward" in name or ".parameters_grad" in name for name in names)
+
+    def part(self, window: CompareResult) -> WindowFacts:
+        """What :meth:`add` would keep of ``window``, made without the earlier windows' outputs (see
+        :data:`WindowFacts`); only whether the backward pass began is taken from this builder."""
+        start = backward = self.backward
+        produced: set = set()
+        rows: list[tuple[Any, ...]] = []
+        leaves: list[tuple[int, list]] = []
+        values = _fact_values
+        for order, (entry, group) in enumerate(groupby(window.records, key=_ENTRY)):
+            if not backward and (".backward" in entry or ".parameters_grad" in entry):
+                backward = True
+            inputs: list = []
+            rows.append(values(node_facts(entry, order, group, self.tensor_mode, produced, backward, self.md5,
+                                          inputs)))
+            if inputs:
+                leaves.append((order, inputs))
+        self.backward = backward
+        odd = [fp for fp in produced if fp.__class__ is not bytes]
+        if odd:
+            produced.difference_update(odd)
+        return start, backward, rows, produced, [_portable(fp) for fp in odd], leaves
+
+    def merge(self, part: WindowFacts) -> bool:
+        """Add a window's :meth:`part` (windows in order); ``False``, nothing changed, when it assumed
+        the backward pass began (or not) where it did not."""
+        start, end, rows, produced, odd, leaves = part
+        if start != self.backward:
+            return False
+        nodes = self.facts.nodes
+        base = len(nodes)
+        parent_of = self.parent_of
+        for values in rows:
+            facts = _restored(values)
+            facts.order += base
+            facts.module = parent_of(facts.entry, "")
+            nodes.append(facts)
+        earlier = self.produced
+        for order, inputs in leaves:  # against the outputs of every earlier window, as add() judges them
+            _set_leaf(nodes[base + order], inputs, earlier)
+        earlier |= produced
+        earlier.update(map(_local, odd))
+        self.backward = end
+        self._shrink()
+        return True
 
     def finish(self, result: CompareResult) -> RankFacts:
         self.facts.golden_only = result.golden_only
         return self.facts
+
+
+WindowFacts = tuple[bool, bool, list[tuple[Any, ...]], set, list[tuple[float | None, ...]], list[tuple[int, list]]]
+"""A window's part (:meth:`RankFactsBuilder.part`): whether the backward pass had begun before it and
+after it, the slot values of each entry's :class:`NodeFacts` (``order`` counted in the window, no
+``module``), the fingerprints of its outputs (those holding a NaN apart, see :func:`_portable`), and
+for each forward call the inputs that may be leaves (see :func:`node_facts`), judged again against
+the outputs of the windows before."""
+
+_fact_values = attrgetter(*NodeFacts.__slots__)
+
+
+def _restored(values: tuple[Any, ...], new: Any = object.__new__) -> NodeFacts:
+    """The :class:`NodeFacts` whose slot values ``_fact_values`` gave (one assignment: 7 times faster
+    than a setter per slot)."""
+    f = new(NodeFacts)
+    (f.entry, f.order, f.kind, f.op, f.backward, f.in_dev, f.out_dev, f.param_dev, f.leaf_dev, f.nan_in, f.nan_out,
+     f.argument, f.unmatched, f.matched, f.reduced_dev, f.width, f.dtype, f.exact, f.module, f.w_in, f.w_out,
+     f.w_param, f.w_leaf, f.w_reduced, f.tails) = values
+    return f
+
+
+def _set_leaf(facts: NodeFacts, inputs: list, produced: set) -> None:
+    """``leaf_dev`` and ``worst_leaf`` of ``facts`` from its candidate inputs, as :func:`node_facts`
+    chooses them when ``produced`` holds the earlier outputs."""
+    dev, name, tail = 0.0, "", False
+    for candidate in inputs:
+        if candidate[0] > dev:
+            fp = candidate[1]
+            if fp not in produced if fp.__class__ is bytes else _local(fp) not in produced:
+                dev, _, name, tail = candidate
+    facts.leaf_dev, facts.w_leaf = dev, name
+    facts.tails = facts.tails | _LEAF_BIT if tail else facts.tails & ~_LEAF_BIT
