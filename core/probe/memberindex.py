@@ -12,12 +12,13 @@ import mmap
 import os
 import re
 from array import array
-from collections.abc import Sequence
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from probe.errors import InputError
-from probe.jsonio import MAX_JSON_BYTES, MAX_WHOLE_JSON_BYTES, member_span, open_regular, parse_piece
+from probe.jsonio import HEAD_BYTES, MAX_JSON_BYTES, MAX_WHOLE_JSON_BYTES, member_span, open_regular, parse_piece
 
 _ENTRY = re.compile(rb'\n  "([^"\\\n]*)": ')
 """The start of an entry: a name without escapes at indentation two (an escaped name is not
@@ -73,20 +74,33 @@ class MemberIndex:
         # the index's own name strings, so that what is kept per entry shares them
         return list(zip(names, part.values()))
 
-    def parse_runs(self, ordinals: Sequence[int]) -> list[tuple[str, Any]] | None:
-        """The entries of sorted ``ordinals``, consecutive ones parsed together (``None`` as :meth:`parse`)."""
-        out: list[tuple[str, Any]] = []
+    def head(self) -> Any:
+        """The document without the member's entries (the member an empty object), parsed;
+        ``None`` when it does not parse or its text is too large (the whole read reports it)."""
+        if self.raw is None or len(self.raw) - self.end > HEAD_BYTES:
+            return None
+        return parse_piece(self.raw[:self.starts[0]] + self.raw[self.end:])
+
+    def spans(self, lo: int, hi: int, size: int, count: int | None = None) -> Iterator[tuple[int, int]]:
+        """``(lo, hi)`` of consecutive runs that cut entries ``lo:hi`` into pieces of about ``size``
+        bytes of text and at most ``count`` entries each (never less than one entry)."""
+        starts = self.starts
+        while lo < hi:
+            stop = bisect_left(starts, starts[lo] + size, lo + 1, hi)
+            if count is not None:
+                stop = min(stop, lo + count)
+            yield lo, stop
+            lo = stop
+
+    def runs(self, ordinals: Sequence[int], size: int) -> Iterator[tuple[int, int]]:
+        """:meth:`spans` of the consecutive runs of the sorted ``ordinals``."""
         i = 0
         while i < len(ordinals):
             j = i + 1
             while j < len(ordinals) and ordinals[j] == ordinals[j - 1] + 1:
                 j += 1
-            part = self.parse(ordinals[i], ordinals[j - 1] + 1)
-            if part is None:
-                return None
-            out.extend(part)
+            yield from self.spans(ordinals[i], ordinals[j - 1] + 1, size)
             i = j
-        return out
 
 
 SCAN_BYTES = 64 << 20
@@ -97,6 +111,11 @@ def index_member(path: Path, key: str, probes: Sequence[bytes] = ()) -> MemberIn
     """Index member ``key`` of the JSON file ``path``; ``None`` for a layout other than ``indent=1``
     or names that are not unique (the caller then reads the file whole).
 
+    The member is taken to close at the file's last ``\n }`` (msProbe writes it last), found
+    without scanning the file for it. When it closes earlier, the entry holding its close does
+    not parse as one (:meth:`MemberIndex.parse` gives ``None``), so a compare that parses every
+    entry, as a streamed one does, runs whole then.
+
     The file is memory-mapped and scanned a piece at a time, each piece's pages released once
     scanned, so the scan never holds the file in memory. ``probes`` are byte strings looked
     for in the member on the way; :attr:`MemberIndex.found` holds those that occur.
@@ -104,7 +123,7 @@ def index_member(path: Path, key: str, probes: Sequence[bytes] = ()) -> MemberIn
     raw = _map(path)
     if raw is None:
         return None
-    span = member_span(raw, key)
+    span = member_span(raw, key, last=True)
     if span is None:
         return None
     body, end = span

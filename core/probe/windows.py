@@ -16,13 +16,12 @@ shift later numbers, so it stops the streamed compare (:class:`NotStreamable`).
 from __future__ import annotations
 
 from collections import defaultdict
-from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
 
 from probe.errors import NotStreamable
 from probe.formats.msprobe.stream import StreamedDump
-from probe.match import assign_keys, backward_renames, match_exact
+from probe.match import backward_renames, match_exact
 from probe.model import Pair, Row, RowList
 
 WINDOW_BYTES = 64 << 20
@@ -95,8 +94,7 @@ class GoldenIndex:
 
     def rows(self, ordinals: Sequence[int]) -> RowList:
         """The keyed rows of the golden entries ``ordinals`` (sorted), in file order."""
-        rows = self.dump.rows_of(ordinals)
-        assign_keys(rows, True, self.renames)
+        rows = self.dump.rows_of(ordinals, self.renames)
         self.has_md5 = self.has_md5 or rows.has_md5
         return rows
 
@@ -173,13 +171,7 @@ class TargetWindows:
     def bounds(self) -> Iterator[tuple[int, int]]:
         """``(lo, hi)`` entry ordinals of each window: at most ``window`` entries and about
         :data:`WINDOW_BYTES` of dump text (never less than one entry)."""
-        starts, count = self.dump.index.starts, len(self.dump.names)
-        lo = 0
-        while lo < count:
-            by_size = bisect_left(starts, starts[lo] + WINDOW_BYTES, lo + 1)
-            hi = min(count, lo + self.window, max(lo + 1, by_size))
-            yield lo, hi
-            lo = hi
+        return self.dump.index.spans(0, len(self.dump.names), WINDOW_BYTES, self.window)
 
     def skip(self, lo: int, hi: int) -> None:
         """Pass over target entries ``lo:hi`` without reading them: the backward numbering of
@@ -189,14 +181,13 @@ class TargetWindows:
     def pairs(self, lo: int, hi: int) -> list[Pair]:
         """The pairs of target entries ``lo:hi`` in target order."""
         names = self.dump.names[lo:hi]
-        rows = self.dump.rows(lo, hi)
-        self.has_md5 = self.has_md5 or rows.has_md5
         renames = backward_renames(names, self.counters)
+        rows = self.dump.rows(lo, hi, renames)
+        self.has_md5 = self.has_md5 or rows.has_md5
         if renames:
             with_rows = {row.entry for row in rows}
             if any(name not in with_rows for name in renames):
                 raise NotStreamable(f"{self.dump.info.path}: a renumbered entry has no rows")
-        assign_keys(rows, True, renames)
         ordinals = self.golden.candidates(renames.get(name, name) for name in names)
         golden_rows = self.golden.rows(ordinals)
         pairs, _ = match_exact(rows, golden_rows)

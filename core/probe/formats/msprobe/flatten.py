@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from probe.errors import InputError
@@ -413,19 +413,23 @@ def row_limit() -> int:
 
 def flatten_entries(
     entries: Iterable[tuple[str, Any]], debug: bool = False, names: list[str] | None = None,
-    max_rows: int | None = None,
+    max_rows: int | None = None, renames: Mapping[str, str] | None = None,
 ) -> tuple[RowList, list[str], int]:
     """Flatten all entries; return ``(rows, skipped entry names, entry count)``.
 
     ``names``, when given, receives every entry name in file order (skipped ones too).
     Past ``max_rows`` rows the dump is refused (an :class:`InputError`) before memory runs
-    out: a few bytes of JSON (``null,``) make a row of a few hundred bytes."""
+    out: a few bytes of JSON (``null,``) make a row of a few hundred bytes.
+
+    Rows are keyed as :func:`probe.match.assign_keys` keys them: backward entries renamed
+    by ``renames`` when given (entries of a dump read a window at a time), else renumbered
+    in the order their entries first give rows."""
     rows = RowList()
     if max_rows is not None:
         rows.limit = max_rows
     skipped: list[str] = []
     count = 0
-    renames: dict[str, str] = {}
+    numbered: dict[str, str] = {}
     counters: dict[str, int] = {}
     for name, body in entries:
         if len(rows) >= rows.limit:
@@ -443,8 +447,12 @@ def flatten_entries(
         if "backward" not in name:
             _entry_rows(name, body, kind, rows, None)
             continue
+        if renames is not None:
+            renamed = renames.get(name)
+            _entry_rows(name, body, kind, rows, None if renamed == name else renamed)
+            continue
         # keys renumber backward calls in the order their entries first give rows (assign_keys)
-        renamed = renames.get(name)
+        renamed = numbered.get(name)
         found = None if renamed is not None else backward_stem(name)
         if found is not None:
             renamed = renumbered(found[0], found[1], counters.get(found[0], 0))
@@ -452,6 +460,6 @@ def flatten_entries(
         _entry_rows(name, body, kind, rows, None if renamed == name else renamed)
         if found is not None and len(rows) > start:
             counters[found[0]] = counters.get(found[0], 0) + 1
-            renames[name] = renamed
+            numbered[name] = renamed
     rows.keyed = not debug
     return rows, skipped, count

@@ -107,7 +107,10 @@ class MsprobeJsonReader:
         index = index_member(path, "data", (b'"md5"', b'"data_name"'))
         if index is None or b'"data_name"' in index.found:  # rows named by their files: read whole
             return None
-        info, _ = self.read(path)
+        doc = index.head()
+        if not isinstance(doc, dict) or doc.get("data") != {}:
+            return None
+        info = self._header(path, doc)
         if info.kind == "debug" or not info.framework_declared:
             return None
         stack = load_stack(path.parent / "stack.json") if with_stack else None

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from probe.errors import InputError, NotStreamable
 from probe.formats.msprobe.flatten import entry_kind, flatten_entries
+from probe.jsonio import CHUNK_BYTES
 from probe.memberindex import MemberIndex
 from probe.model import DumpInfo, FlatDump, RowList
 
@@ -37,21 +38,28 @@ class StreamedDump:
         dump.skipped_entries = self.skipped_entries
         return dump
 
-    def rows(self, lo: int, hi: int) -> RowList:
-        """The rows of entries ``lo:hi``."""
-        return self._flatten(self.index.parse(lo, hi))
+    def rows(self, lo: int, hi: int, renames: Mapping[str, str]) -> RowList:
+        """The rows of entries ``lo:hi``, keyed with backward entries renamed by ``renames``."""
+        return self._flatten(self.index.spans(lo, hi, CHUNK_BYTES), renames)
 
-    def rows_of(self, ordinals: Sequence[int]) -> RowList:
-        """The rows of the entries of sorted ``ordinals``."""
-        return self._flatten(self.index.parse_runs(ordinals))
+    def rows_of(self, ordinals: Sequence[int], renames: Mapping[str, str]) -> RowList:
+        """The rows of the entries of sorted ``ordinals``, keyed as :meth:`rows` keys them."""
+        return self._flatten(self.index.runs(ordinals, CHUNK_BYTES), renames)
 
-    def _flatten(self, entries: list | None) -> RowList:
-        if entries is None:
-            raise NotStreamable(f"{self.info.path}: entries do not parse piece by piece")
+    def _flatten(self, runs: Iterable[tuple[int, int]], renames: Mapping[str, str]) -> RowList:
         try:
-            return flatten_entries(entries)[0]
+            return flatten_entries(self._entries(runs), renames=renames)[0]
         except InputError as exc:
             raise NotStreamable(str(exc)) from None
+
+    def _entries(self, runs: Iterable[tuple[int, int]]) -> Iterator[tuple[str, object]]:
+        """The entries of ``runs``, parsed a run at a time (small runs stay in the CPU caches
+        while they are flattened, see :data:`probe.jsonio.CHUNK_BYTES`)."""
+        for lo, hi in runs:
+            entries = self.index.parse(lo, hi)
+            if entries is None:
+                raise NotStreamable(f"{self.info.path}: entries do not parse piece by piece")
+            yield from entries
 
 
 def skipped_names(names: Sequence[str]) -> list[str]:
