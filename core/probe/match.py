@@ -23,7 +23,7 @@ def backward_renames(entries: Sequence[str], counters: dict[str, int] | None = N
     counters = {} if counters is None else counters
     renames: dict[str, str] = {}
     for entry in entries:
-        found = backward_stem(entry)
+        found = backward_stem(entry) if "backward" in entry else None  # most entries: no call
         if found is not None:
             stem, api = found
             ordinal = counters.get(stem, 0)

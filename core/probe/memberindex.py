@@ -37,7 +37,6 @@ class MemberIndex:
         self.starts = starts
         self.end = end
         self.path = path
-        self.found: set[bytes] = set()
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "raw": None}
@@ -74,6 +73,11 @@ class MemberIndex:
         # the index's own name strings, so that what is kept per entry shares them
         return list(zip(names, part.values()))
 
+    def opens_with(self, text: bytes) -> bool:
+        """Whether ``text`` occurs in the first :data:`PROBE_BYTES` of the member's entries
+        (a hint: what the entries hold is known once they are parsed)."""
+        return self.raw is not None and self.raw.find(text, self.starts[0], self.starts[0] + PROBE_BYTES) >= 0
+
     def head(self) -> Any:
         """The document without the member's entries (the member an empty object), parsed;
         ``None`` when it does not parse or its text is too large (the whole read reports it)."""
@@ -107,7 +111,11 @@ SCAN_BYTES = 64 << 20
 """The index scan reads this much of the file at a time and then lets its pages go."""
 
 
-def index_member(path: Path, key: str, probes: Sequence[bytes] = ()) -> MemberIndex | None:
+PROBE_BYTES = 1 << 20
+""":meth:`MemberIndex.opens_with` looks this far into the member."""
+
+
+def index_member(path: Path, key: str) -> MemberIndex | None:
     """Index member ``key`` of the JSON file ``path``; ``None`` for a layout other than ``indent=1``
     or names that are not unique (the caller then reads the file whole).
 
@@ -117,8 +125,7 @@ def index_member(path: Path, key: str, probes: Sequence[bytes] = ()) -> MemberIn
     entry, as a streamed one does, runs whole then.
 
     The file is memory-mapped and scanned a piece at a time, each piece's pages released once
-    scanned, so the scan never holds the file in memory. ``probes`` are byte strings looked
-    for in the member on the way; :attr:`MemberIndex.found` holds those that occur.
+    scanned, so the scan never holds the file in memory.
     """
     raw = _map(path)
     if raw is None:
@@ -129,7 +136,6 @@ def index_member(path: Path, key: str, probes: Sequence[bytes] = ()) -> MemberIn
     body, end = span
     names: list[str] = []
     starts = array("q")
-    found: set[bytes] = set()
     begin = body
     try:
         while begin < end:
@@ -138,16 +144,13 @@ def index_member(path: Path, key: str, probes: Sequence[bytes] = ()) -> MemberIn
             for match in _ENTRY.finditer(raw, begin, stop):
                 names.append(match.group(1).decode())
                 starts.append(match.start())
-            found.update(p for p in probes if p not in found and raw.find(p, begin, stop) >= 0)
             release(raw, begin, stop)
             begin = stop
     except UnicodeDecodeError:
         return None
     if not starts or starts[0] != body or len(set(names)) != len(names):
         return None
-    index = MemberIndex(raw, names, starts, end, path)
-    index.found = found
-    return index
+    return MemberIndex(raw, names, starts, end, path)
 
 
 def _map(path: Path) -> mmap.mmap | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
+from operator import attrgetter
 
 from probe.errors import NotStreamable
 from probe.formats.msprobe.stream import StreamedDump
@@ -46,8 +47,23 @@ def nested_prefixes(key: str) -> list[str]:
     return found
 
 
+def nestings(keys: Sequence[str]) -> Iterator[tuple[int, str]]:
+    """``(position, prefix)`` of each of the :func:`nested_prefixes` of ``keys`` (a cheap test
+    passes over the many keys that have none)."""
+    for position, key in enumerate(keys):
+        if ".input." in key or ".output." in key or ".parameters" in key:  # see _INNER
+            for prefix in nested_prefixes(key):
+                yield position, prefix
+
+
 def _popcount(mask: int) -> int:
     return bin(mask).count("1")
+
+
+_ENTRY = attrgetter("entry")
+_KEY = attrgetter("key")
+ALL_MET = -1
+"""The mask of a mark whose entry's rows were all met (whatever their number)."""
 
 
 class GoldenIndex:
@@ -58,38 +74,35 @@ class GoldenIndex:
         names = dump.names
         self.renames = backward_renames(names, defaultdict(int))
         renames = self.renames
-        self.ordinal: dict[str, int] = {}
+        keys = [renames.get(name, name) for name in names] if renames else names
+        self.ordinal: dict[str, int] = dict(zip(keys, range(len(keys))))
         self.nested: dict[str, list[int]] = {}
-        for index, name in enumerate(names):
-            key = renames.get(name, name)
-            self.ordinal[key] = index
-            for prefix in nested_prefixes(key):
-                self.nested.setdefault(prefix, []).append(index)
+        for index, prefix in nestings(keys):
+            self.nested.setdefault(prefix, []).append(index)
         if len(self.ordinal) != len(names):
             raise NotStreamable(f"{dump.info.path}: entry keys repeat once renumbered")
         self.touched = bytearray(len(names))
         self.partial: dict[int, int] = {}
-        """Touched entries some of whose rows no target row met yet: bit mask of the rows met."""
+        """Touched entries some of whose rows no target row met yet: bit mask of those rows."""
         self.golden_only = 0
         self.has_md5 = False
         self.log: list[tuple[int, int, int]] | None = None
         """When a list, :meth:`settle` also adds its marks to it (for another process to apply)."""
 
-    def candidates(self, keys: Iterable[str]) -> list[int]:
+    def candidates(self, keys: Sequence[str]) -> list[int]:
         """Sorted ordinals of the golden entries whose rows may share keys with entries of ``keys``."""
         ordinal, nested = self.ordinal, self.nested
-        found: set[int] = set()
-        for key in keys:
-            index = ordinal.get(key)
+        found = set(map(ordinal.get, keys))
+        found.discard(None)
+        for _, prefix in nestings(keys):
+            index = ordinal.get(prefix)
             if index is not None:
                 found.add(index)
-            for prefix in nested_prefixes(key):
-                index = ordinal.get(prefix)
-                if index is not None:
-                    found.add(index)
-            more = nested.get(key)
-            if more:
-                found.update(more)
+        if nested:
+            for key in keys:
+                more = nested.get(key)
+                if more:
+                    found.update(more)
         return sorted(found)
 
     def rows(self, ordinals: Sequence[int]) -> RowList:
@@ -106,42 +119,53 @@ class GoldenIndex:
         self.apply(marks)
 
     def marks(self, ordinals: Sequence[int], rows: Sequence[Row], met: set[str]) -> list[tuple[int, int, int]]:
-        """``(ordinal, mask of the rows met, rows)`` of each golden entry of ``ordinals``."""
-        groups = {entry: list(group) for entry, group in groupby(rows, key=lambda r: r.entry)}
-        names = self.dump.names
+        """``(ordinal, mask of the rows met, rows)`` of each golden entry of ``ordinals``
+        (the mask :data:`ALL_MET` when all were)."""
+        names, renames = self.dump.names, self.renames
+        if renames:
+            with_rows = set(map(_ENTRY, rows))
+            if any(names[i] in renames and names[i] not in with_rows for i in ordinals):
+                raise NotStreamable(f"{self.dump.info.path}: a renumbered entry has no rows")
+        hits = list(map(met.__contains__, map(_KEY, rows)))
+        if all(hits):
+            return [(index, ALL_MET, 0) for index in ordinals]
+        spans: dict[str, tuple[int, int]] = {}
+        start = 0
+        for entry, group in groupby(map(_ENTRY, rows)):
+            size = sum(1 for _ in group)
+            spans[entry] = (start, size)
+            start += size
         marks = []
         for index in ordinals:
-            group = groups.get(names[index], ())
-            if not group and names[index] in self.renames:
-                raise NotStreamable(f"{self.dump.info.path}: a renumbered entry has no rows")
+            start, size = spans.get(names[index], (0, 0))
             mask = 0
-            for position, row in enumerate(group):
-                if row.key in met:
+            for position in range(size):
+                if hits[start + position]:
                     mask |= 1 << position
-            marks.append((index, mask, len(group)))
+            marks.append((index, mask, size))
         return marks
 
     def apply(self, marks: Iterable[tuple[int, int, int]]) -> None:
         """Count what :meth:`marks` found (windows may meet a golden entry more than once)."""
         touched, partial = self.touched, self.partial
         for index, mask, size in marks:
-            full = (1 << size) - 1
             if not touched[index]:
                 touched[index] = 1
-                self.golden_only += size - _popcount(mask)
-                if mask != full:
-                    partial[index] = mask
+                unmet = ((1 << size) - 1) & ~mask
+                if unmet:
+                    self.golden_only += _popcount(unmet)
+                    partial[index] = unmet
                 continue
             old = partial.get(index)
             if old is None:
                 continue  # every row was met before
-            new = mask & ~old
+            new = old & mask
             if new:
                 self.golden_only -= _popcount(new)
-                if old | mask == full:
-                    del partial[index]
+                if old & ~mask:
+                    partial[index] = old & ~mask
                 else:
-                    partial[index] = old | mask
+                    del partial[index]
 
     def finish(self, batch: int) -> int:
         """Count the rows of the golden entries no window touched; the golden rows never met."""
@@ -185,11 +209,11 @@ class TargetWindows:
         rows = self.dump.rows(lo, hi, renames)
         self.has_md5 = self.has_md5 or rows.has_md5
         if renames:
-            with_rows = {row.entry for row in rows}
+            with_rows = set(map(_ENTRY, rows))
             if any(name not in with_rows for name in renames):
                 raise NotStreamable(f"{self.dump.info.path}: a renumbered entry has no rows")
-        ordinals = self.golden.candidates(renames.get(name, name) for name in names)
+        ordinals = self.golden.candidates([renames.get(name, name) for name in names] if renames else names)
         golden_rows = self.golden.rows(ordinals)
         pairs, _ = match_exact(rows, golden_rows)
-        self.golden.settle(ordinals, golden_rows, {row.key for row in rows})
+        self.golden.settle(ordinals, golden_rows, set(map(_KEY, rows)))
         return pairs

@@ -193,7 +193,10 @@ def _walk(value: Any, name: str, entry: str, state: str, out: RowList, depth: in
         if isinstance(value.get("type"), str) or value.get("class_type"):
             if "md5" in value and "dtype" in value:
                 out.has_md5 = True
-            out.append(leaf_row(name, entry, state, value))
+            row = leaf_row(name, entry, state, value)
+            if row.data_name != "-1":  # the only rows named by their data_name
+                out.named = True
+            out.append(row)
         else:
             _walk_items(value.items(), name, entry, state, out, depth + 1, True, list_index)
     elif isinstance(value, (list, tuple)):

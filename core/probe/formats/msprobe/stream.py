@@ -16,8 +16,8 @@ from probe.model import DumpInfo, FlatDump, RowList
 class StreamedDump:
     """A dump whose entries are flattened on demand, by ordinal (file order).
 
-    ``has_md5`` is a hint from the bytes (any ``"md5"`` key); the compare checks it against
-    the rows it flattens. Any problem in the entries raises :class:`NotStreamable`, so that
+    ``has_md5`` is a hint from the first bytes of the entries (an ``"md5"`` key); the compare
+    checks it against the rows it flattens. Any problem in the entries raises :class:`NotStreamable`, so that
     reading the dump whole reports it exactly as a compare of the whole dump would.
     """
 
@@ -48,9 +48,12 @@ class StreamedDump:
 
     def _flatten(self, runs: Iterable[tuple[int, int]], renames: Mapping[str, str]) -> RowList:
         try:
-            return flatten_entries(self._entries(runs), renames=renames)[0]
+            rows = flatten_entries(self._entries(runs), renames=renames)[0]
         except InputError as exc:
             raise NotStreamable(str(exc)) from None
+        if rows.named:  # keys no longer start with their entries' names
+            raise NotStreamable(f"{self.info.path}: rows named by their data_name")
+        return rows
 
     def _entries(self, runs: Iterable[tuple[int, int]]) -> Iterator[tuple[str, object]]:
         """The entries of ``runs``, parsed a run at a time (small runs stay in the CPU caches
