@@ -1,7 +1,7 @@
 """Exact pairing of a target dump read a window of entries at a time against an indexed golden dump.
 
-The golden side keeps only its entry names and their byte offsets (:mod:`probe.memberindex`);
-for each target window it flattens just the golden entries whose rows can share a key with
+The golden side keeps only its entry names and their byte offsets (:mod:`probe.memberindex`),
+the hashes of its entry keys and the call numbers of its backward entries; for each target window it flattens just the golden entries whose rows can share a key with
 the window's rows, pairs them with :func:`probe.match.match_exact` and remembers which golden
 rows met a target row, so that the golden rows no target row met are counted at the end.
 
@@ -15,14 +15,18 @@ shift later numbers, so it stops the streamed compare (:class:`NotStreamable`).
 
 from __future__ import annotations
 
-from collections import defaultdict
+from array import array
+from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
 from operator import attrgetter
 
+import numpy as np
+
 from probe.errors import NotStreamable
 from probe.formats.msprobe.stream import StreamedDump
-from probe.match import backward_renames, match_exact
+from probe.formats.msprobe.names import backward_stem, renumbered
+from probe.match import backward_numbers, backward_renames, match_exact
 from probe.model import Pair, Row, RowList
 
 WINDOW_BYTES = 64 << 20
@@ -72,16 +76,24 @@ class GoldenIndex:
     def __init__(self, dump: StreamedDump) -> None:
         self.dump = dump
         names = dump.names
-        self.renames = backward_renames(names, defaultdict(int))
-        renames = self.renames
-        keys = [renames.get(name, name) for name in names] if renames else names
-        self.ordinal: dict[str, int] = dict(zip(keys, range(len(keys))))
+        count = len(names)
+        self.numbers = array("i", [-1]) * count
+        """Each backward entry's number among those of its stem (the call index of its key); -1 for others."""
+        keys = list(names)
+        for position, stem, api, number in backward_numbers(names, {}):
+            self.numbers[position] = number
+            keys[position] = renumbered(stem, api, number)
+        # entry keys by their hashes (sorted) rather than in a dict: 12 bytes an entry, no strings kept
+        hashes = np.fromiter(map(hash, keys), np.int64, count)
+        order = np.argsort(hashes, kind="stable")
+        self.order = order.astype(np.int32) if count < 1 << 31 else order
+        self.hashes = hashes[order]
+        if count > 1 and bool((self.hashes[1:] == self.hashes[:-1]).any()):
+            raise NotStreamable(f"{dump.info.path}: entry keys repeat once renumbered")
         self.nested: dict[str, list[int]] = {}
         for index, prefix in nestings(keys):
             self.nested.setdefault(prefix, []).append(index)
-        if len(self.ordinal) != len(names):
-            raise NotStreamable(f"{dump.info.path}: entry keys repeat once renumbered")
-        self.touched = bytearray(len(names))
+        self.touched = bytearray(count)
         self.partial: dict[int, int] = {}
         """Touched entries some of whose rows no target row met yet: bit mask of those rows."""
         self.golden_only = 0
@@ -89,15 +101,24 @@ class GoldenIndex:
         self.log: list[tuple[int, int, int]] | None = None
         """When a list, :meth:`settle` also adds its marks to it (for another process to apply)."""
 
+    def ordinals(self, keys: Sequence[str]) -> list[int]:
+        """Ordinals of the golden entries keyed by any of ``keys`` (looked up by hash: a hash two
+        different strings share, never seen in practice, would at most add an entry whose rows
+        then meet no key; hashes are this process's, which the forked child shares)."""
+        if not keys or not len(self.hashes):
+            return []
+        wanted = np.fromiter(map(hash, keys), np.int64, len(keys))
+        at = np.searchsorted(self.hashes, wanted)
+        np.minimum(at, len(self.hashes) - 1, out=at)
+        return self.order[at[self.hashes[at] == wanted]].tolist()
+
     def candidates(self, keys: Sequence[str]) -> list[int]:
         """Sorted ordinals of the golden entries whose rows may share keys with entries of ``keys``."""
-        ordinal, nested = self.ordinal, self.nested
-        found = set(map(ordinal.get, keys))
-        found.discard(None)
-        for _, prefix in nestings(keys):
-            index = ordinal.get(prefix)
-            if index is not None:
-                found.add(index)
+        found = set(self.ordinals(keys))
+        prefixes = [prefix for _, prefix in nestings(keys)]
+        if prefixes:
+            found.update(self.ordinals(prefixes))
+        nested = self.nested
         if nested:
             for key in keys:
                 more = nested.get(key)
@@ -105,9 +126,21 @@ class GoldenIndex:
                     found.update(more)
         return sorted(found)
 
+    def renames(self, ordinals: Sequence[int]) -> dict[str, str]:
+        """The renumbered names of the backward entries among ``ordinals`` (see :func:`probe.match.backward_renames`)."""
+        names, numbers = self.dump.names, self.numbers
+        renames = {}
+        for index in ordinals:
+            number = numbers[index]
+            if number >= 0:
+                name = names[index]
+                stem, api = backward_stem(name)  # type: ignore[misc]  # a backward entry
+                renames[name] = renumbered(stem, api, number)
+        return renames
+
     def rows(self, ordinals: Sequence[int]) -> RowList:
         """The keyed rows of the golden entries ``ordinals`` (sorted), in file order."""
-        rows = self.dump.rows_of(ordinals, self.renames)
+        rows = self.dump.rows_of(ordinals, self.renames(ordinals))
         self.has_md5 = self.has_md5 or rows.has_md5
         return rows
 
@@ -121,10 +154,11 @@ class GoldenIndex:
     def marks(self, ordinals: Sequence[int], rows: Sequence[Row], met: set[str]) -> list[tuple[int, int, int]]:
         """``(ordinal, mask of the rows met, rows)`` of each golden entry of ``ordinals``
         (the mask :data:`ALL_MET` when all were)."""
-        names, renames = self.dump.names, self.renames
-        if renames:
+        names, numbers = self.dump.names, self.numbers
+        backward = [names[i] for i in ordinals if numbers[i] >= 0]
+        if backward:
             with_rows = set(map(_ENTRY, rows))
-            if any(names[i] in renames and names[i] not in with_rows for i in ordinals):
+            if any(name not in with_rows for name in backward):
                 raise NotStreamable(f"{self.dump.info.path}: a renumbered entry has no rows")
         hits = list(map(met.__contains__, map(_KEY, rows)))
         if all(hits):
@@ -200,7 +234,7 @@ class TargetWindows:
     def skip(self, lo: int, hi: int) -> None:
         """Pass over target entries ``lo:hi`` without reading them: the backward numbering of
         later windows stays that of the whole dump (their golden rows count as not met)."""
-        backward_renames(self.dump.names[lo:hi], self.counters)
+        deque(backward_numbers(self.dump.names[lo:hi], self.counters), maxlen=0)
 
     def pairs(self, lo: int, hi: int) -> list[Pair]:
         """The pairs of target entries ``lo:hi`` in target order."""
