@@ -21,8 +21,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
 from operator import attrgetter
 
-import numpy as np
-
 from probe.errors import NotStreamable
 from probe.formats.msprobe.stream import StreamedDump
 from probe.formats.msprobe.names import backward_stem, renumbered
@@ -74,6 +72,8 @@ class GoldenIndex:
     """The golden side of a streamed compare: entry keys -> ordinals, and which rows were met."""
 
     def __init__(self, dump: StreamedDump) -> None:
+        import numpy as np  # not at start-up
+
         self.dump = dump
         names = dump.names
         count = len(names)
@@ -105,6 +105,8 @@ class GoldenIndex:
         """Ordinals of the golden entries keyed by any of ``keys`` (looked up by hash: a hash two
         different strings share, never seen in practice, would at most add an entry whose rows
         then meet no key; hashes are this process's, which the forked child shares)."""
+        import numpy as np
+
         if not keys or not len(self.hashes):
             return []
         wanted = np.fromiter(map(hash, keys), np.int64, len(keys))
