@@ -101,3 +101,10 @@ def test_a_data_member_that_is_not_last_compares_as_a_whole_one(tmp_path, run_pr
     windowed = run_probe(*argv, "-o", tmp_path / "windowed", "--window", "1")
     assert whole.code == windowed.code == 0
     assert collect(tmp_path / "whole") == collect(tmp_path / "windowed")
+
+
+def test_a_golden_index_does_not_pickle(tmp_path) -> None:
+    import pickle
+
+    with pytest.raises(TypeError, match="hashes"):
+        pickle.dumps(_golden(tmp_path, [1, 2]))

@@ -18,6 +18,7 @@ from __future__ import annotations
 from array import array
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 from itertools import groupby
 from operator import attrgetter
 
@@ -100,6 +101,9 @@ class GoldenIndex:
         self.has_md5 = False
         self.log: list[tuple[int, int, int]] | None = None
         """When a list, :meth:`settle` also adds its marks to it (for another process to apply)."""
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a golden index holds this process's string hashes: it crosses to forked children only")
 
     def ordinals(self, keys: Sequence[str]) -> list[int]:
         """Ordinals of the golden entries keyed by any of ``keys`` (looked up by hash: a hash two
