@@ -1,9 +1,10 @@
 """Exact pairing of a target dump read a window of entries at a time against an indexed golden dump.
 
 The golden side keeps only its entry names and their byte offsets (:mod:`probe.memberindex`),
-the hashes of its entry keys and the call numbers of its backward entries; for each target window it flattens just the golden entries whose rows can share a key with
-the window's rows, pairs them with :func:`probe.match.match_exact` and remembers which golden
-rows met a target row, so that the golden rows no target row met are counted at the end.
+the hashes of its entry keys and the call numbers of its backward entries; for each target
+window it flattens just the golden entries whose rows can share a key with the window's rows,
+pairs them with :func:`probe.match.match_exact` and remembers which golden rows met a target
+row, so that the golden rows no target row met are counted at the end.
 
 Why this equals pairing the whole dumps: without normalizers, mappers or ``data_name``
 renames, a row's key is its entry's (renumbered) name followed by ``.input...``,
@@ -18,9 +19,9 @@ from __future__ import annotations
 from array import array
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
 from itertools import groupby
 from operator import attrgetter
+from typing import Any
 
 from probe.errors import NotStreamable
 from probe.formats.msprobe.stream import StreamedDump
@@ -133,7 +134,8 @@ class GoldenIndex:
         return sorted(found)
 
     def renames(self, ordinals: Sequence[int]) -> dict[str, str]:
-        """The renumbered names of the backward entries among ``ordinals`` (see :func:`probe.match.backward_renames`)."""
+        """The renumbered names of the backward entries among ``ordinals`` (as
+        :func:`probe.match.backward_renames` gives them for the whole dump)."""
         names, numbers = self.dump.names, self.numbers
         renames = {}
         for index in ordinals:

@@ -23,8 +23,9 @@ class StreamedDump:
     """A dump whose entries are flattened on demand, by ordinal (file order).
 
     ``has_md5`` is a hint from the first bytes of the entries (an ``"md5"`` key); the compare
-    checks it against the rows it flattens. Any problem in the entries raises :class:`NotStreamable`, so that
-    reading the dump whole reports it exactly as a compare of the whole dump would.
+    checks it against the rows it flattens. Any problem in the entries raises
+    :class:`NotStreamable`, so that reading the dump whole reports it exactly as a compare of
+    the whole dump would.
     """
 
     info: DumpInfo
