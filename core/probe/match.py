@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import compress, count, repeat
 from operator import attrgetter, is_not
 from typing import Any
@@ -11,6 +11,19 @@ from typing import Any
 from probe.formats.msprobe.dtypes import dtypes_compatible
 from probe.formats.msprobe.names import backward_stem, renumbered
 from probe.model import FlatDump, KeyMap, MatchContext, Pair, Pairing, Row
+
+def backward_numbers(entries: Iterable[str], counters: dict[str, int]) -> Iterator[tuple[int, str, bool, int]]:
+    """``(position, stem, api, ordinal)`` of each backward entry of ``entries`` (see
+    :func:`probe.formats.msprobe.names.backward_stem`): its ordinal among the backward entries
+    of its stem, counted on from ``counters`` (which it updates)."""
+    for position, entry in enumerate(entries):
+        found = backward_stem(entry) if "backward" in entry else None  # most entries: no call
+        if found is not None:
+            stem, api = found
+            ordinal = counters.get(stem, 0)
+            counters[stem] = ordinal + 1
+            yield position, stem, api, ordinal
+
 
 def backward_renames(entries: Sequence[str], counters: dict[str, int] | None = None) -> dict[str, str]:
     """Map each backward entry name to its name with the call index renumbered.
@@ -21,15 +34,8 @@ def backward_renames(entries: Sequence[str], counters: dict[str, int] | None = N
     given a window at a time.
     """
     counters = {} if counters is None else counters
-    renames: dict[str, str] = {}
-    for entry in entries:
-        found = backward_stem(entry)
-        if found is not None:
-            stem, api = found
-            ordinal = counters.get(stem, 0)
-            counters[stem] = ordinal + 1
-            renames[entry] = renumbered(stem, api, ordinal)
-    return renames
+    return {entries[position]: renumbered(stem, api, ordinal)
+            for position, stem, api, ordinal in backward_numbers(entries, counters)}
 
 
 _ENTRY = attrgetter("entry")

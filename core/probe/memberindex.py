@@ -12,12 +12,13 @@ import mmap
 import os
 import re
 from array import array
-from collections.abc import Sequence
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from probe.errors import InputError
-from probe.jsonio import MAX_JSON_BYTES, MAX_WHOLE_JSON_BYTES, member_span, open_regular, parse_piece
+from probe.jsonio import HEAD_BYTES, MAX_JSON_BYTES, MAX_WHOLE_JSON_BYTES, member_span, open_regular, parse_piece
 
 _ENTRY = re.compile(rb'\n  "([^"\\\n]*)": ')
 """The start of an entry: a name without escapes at indentation two (an escaped name is not
@@ -36,7 +37,6 @@ class MemberIndex:
         self.starts = starts
         self.end = end
         self.path = path
-        self.found: set[bytes] = set()
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "raw": None}
@@ -73,44 +73,69 @@ class MemberIndex:
         # the index's own name strings, so that what is kept per entry shares them
         return list(zip(names, part.values()))
 
-    def parse_runs(self, ordinals: Sequence[int]) -> list[tuple[str, Any]] | None:
-        """The entries of sorted ``ordinals``, consecutive ones parsed together (``None`` as :meth:`parse`)."""
-        out: list[tuple[str, Any]] = []
+    def opens_with(self, text: bytes) -> bool:
+        """Whether ``text`` occurs in the first :data:`PROBE_BYTES` of the member's entries
+        (a hint: what the entries hold is known once they are parsed)."""
+        return self.raw is not None and self.raw.find(text, self.starts[0], self.starts[0] + PROBE_BYTES) >= 0
+
+    def head(self) -> Any:
+        """The document without the member's entries (the member an empty object), parsed;
+        ``None`` when it does not parse or its text is too large (the whole read reports it)."""
+        if self.raw is None or len(self.raw) - self.end > HEAD_BYTES:
+            return None
+        return parse_piece(self.raw[:self.starts[0]] + self.raw[self.end:])
+
+    def spans(self, lo: int, hi: int, size: int, count: int | None = None) -> Iterator[tuple[int, int]]:
+        """``(lo, hi)`` of consecutive runs that cut entries ``lo:hi`` into pieces of about ``size``
+        bytes of text and at most ``count`` entries each (never less than one entry)."""
+        starts = self.starts
+        while lo < hi:
+            stop = bisect_left(starts, starts[lo] + size, lo + 1, hi)
+            if count is not None:
+                stop = min(stop, lo + count)
+            yield lo, stop
+            lo = stop
+
+    def runs(self, ordinals: Sequence[int], size: int) -> Iterator[tuple[int, int]]:
+        """:meth:`spans` of the consecutive runs of the sorted ``ordinals``."""
         i = 0
         while i < len(ordinals):
             j = i + 1
             while j < len(ordinals) and ordinals[j] == ordinals[j - 1] + 1:
                 j += 1
-            part = self.parse(ordinals[i], ordinals[j - 1] + 1)
-            if part is None:
-                return None
-            out.extend(part)
+            yield from self.spans(ordinals[i], ordinals[j - 1] + 1, size)
             i = j
-        return out
 
 
 SCAN_BYTES = 64 << 20
 """The index scan reads this much of the file at a time and then lets its pages go."""
 
 
-def index_member(path: Path, key: str, probes: Sequence[bytes] = ()) -> MemberIndex | None:
+PROBE_BYTES = 1 << 20
+""":meth:`MemberIndex.opens_with` looks this far into the member."""
+
+
+def index_member(path: Path, key: str) -> MemberIndex | None:
     """Index member ``key`` of the JSON file ``path``; ``None`` for a layout other than ``indent=1``
     or names that are not unique (the caller then reads the file whole).
 
+    The member is taken to close at the file's last ``\n }`` (msProbe writes it last), found
+    without scanning the file for it. When it closes earlier, the entry holding its close does
+    not parse as one (:meth:`MemberIndex.parse` gives ``None``), so a compare that parses every
+    entry, as a streamed one does, runs whole then.
+
     The file is memory-mapped and scanned a piece at a time, each piece's pages released once
-    scanned, so the scan never holds the file in memory. ``probes`` are byte strings looked
-    for in the member on the way; :attr:`MemberIndex.found` holds those that occur.
+    scanned, so the scan never holds the file in memory.
     """
     raw = _map(path)
     if raw is None:
         return None
-    span = member_span(raw, key)
+    span = member_span(raw, key, last=True)
     if span is None:
         return None
     body, end = span
     names: list[str] = []
     starts = array("q")
-    found: set[bytes] = set()
     begin = body
     try:
         while begin < end:
@@ -119,16 +144,13 @@ def index_member(path: Path, key: str, probes: Sequence[bytes] = ()) -> MemberIn
             for match in _ENTRY.finditer(raw, begin, stop):
                 names.append(match.group(1).decode())
                 starts.append(match.start())
-            found.update(p for p in probes if p not in found and raw.find(p, begin, stop) >= 0)
             release(raw, begin, stop)
             begin = stop
     except UnicodeDecodeError:
         return None
     if not starts or starts[0] != body or len(set(names)) != len(names):
         return None
-    index = MemberIndex(raw, names, starts, end, path)
-    index.found = found
-    return index
+    return MemberIndex(raw, names, starts, end, path)
 
 
 def _map(path: Path) -> mmap.mmap | None:

@@ -97,13 +97,16 @@ class Row:
 
 class RowList(list):
     """A list of rows that also remembers whether any tensor leaf carried an ``md5``, the
-    most rows a reader may put in it (``limit``) and whether their keys are set (``keyed``)."""
+    most rows a reader may put in it (``limit``), whether their keys are set (``keyed``) and
+    whether some row is named by its file (``named``)."""
 
     has_md5 = False
     limit = sys.maxsize
     keyed = False
     """Set by a reader whose rows' keys are already those :func:`probe.match.assign_keys`
     gives with renumbering (cleared by the first ``assign_keys``)."""
+    named = False
+    """Set by a reader when some row is named by its file (``data_name``) rather than its entry."""
 
 
 @dataclass

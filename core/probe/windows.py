@@ -1,9 +1,10 @@
 """Exact pairing of a target dump read a window of entries at a time against an indexed golden dump.
 
-The golden side keeps only its entry names and their byte offsets (:mod:`probe.memberindex`);
-for each target window it flattens just the golden entries whose rows can share a key with
-the window's rows, pairs them with :func:`probe.match.match_exact` and remembers which golden
-rows met a target row, so that the golden rows no target row met are counted at the end.
+The golden side keeps only its entry names and their byte offsets (:mod:`probe.memberindex`),
+the hashes of its entry keys and the call numbers of its backward entries; for each target
+window it flattens just the golden entries whose rows can share a key with the window's rows,
+pairs them with :func:`probe.match.match_exact` and remembers which golden rows met a target
+row, so that the golden rows no target row met are counted at the end.
 
 Why this equals pairing the whole dumps: without normalizers, mappers or ``data_name``
 renames, a row's key is its entry's (renumbered) name followed by ``.input...``,
@@ -15,14 +16,17 @@ shift later numbers, so it stops the streamed compare (:class:`NotStreamable`).
 
 from __future__ import annotations
 
-from collections import defaultdict
-from bisect import bisect_left
+from array import array
+from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
+from operator import attrgetter
+from typing import Any
 
 from probe.errors import NotStreamable
 from probe.formats.msprobe.stream import StreamedDump
-from probe.match import assign_keys, backward_renames, match_exact
+from probe.formats.msprobe.names import backward_stem, renumbered
+from probe.match import backward_numbers, backward_renames, match_exact
 from probe.model import Pair, Row, RowList
 
 WINDOW_BYTES = 64 << 20
@@ -47,56 +51,104 @@ def nested_prefixes(key: str) -> list[str]:
     return found
 
 
+def nestings(keys: Sequence[str]) -> Iterator[tuple[int, str]]:
+    """``(position, prefix)`` of each of the :func:`nested_prefixes` of ``keys`` (a cheap test
+    passes over the many keys that have none)."""
+    for position, key in enumerate(keys):
+        if ".input." in key or ".output." in key or ".parameters" in key:  # see _INNER
+            for prefix in nested_prefixes(key):
+                yield position, prefix
+
+
 def _popcount(mask: int) -> int:
     return bin(mask).count("1")
+
+
+_ENTRY = attrgetter("entry")
+_KEY = attrgetter("key")
+ALL_MET = -1
+"""The mask of a mark whose entry's rows were all met (whatever their number)."""
 
 
 class GoldenIndex:
     """The golden side of a streamed compare: entry keys -> ordinals, and which rows were met."""
 
     def __init__(self, dump: StreamedDump) -> None:
+        import numpy as np  # not at start-up
+
         self.dump = dump
         names = dump.names
-        self.renames = backward_renames(names, defaultdict(int))
-        renames = self.renames
-        self.ordinal: dict[str, int] = {}
-        self.nested: dict[str, list[int]] = {}
-        for index, name in enumerate(names):
-            key = renames.get(name, name)
-            self.ordinal[key] = index
-            for prefix in nested_prefixes(key):
-                self.nested.setdefault(prefix, []).append(index)
-        if len(self.ordinal) != len(names):
+        count = len(names)
+        self.numbers = array("i", [-1]) * count
+        """Each backward entry's number among those of its stem (the call index of its key); -1 for others."""
+        keys = list(names)
+        for position, stem, api, number in backward_numbers(names, {}):
+            self.numbers[position] = number
+            keys[position] = renumbered(stem, api, number)
+        # entry keys by their hashes (sorted) rather than in a dict: 12 bytes an entry, no strings kept
+        hashes = np.fromiter(map(hash, keys), np.int64, count)
+        order = np.argsort(hashes, kind="stable")
+        self.order = order.astype(np.int32) if count < 1 << 31 else order
+        self.hashes = hashes[order]
+        if count > 1 and bool((self.hashes[1:] == self.hashes[:-1]).any()):
             raise NotStreamable(f"{dump.info.path}: entry keys repeat once renumbered")
-        self.touched = bytearray(len(names))
+        self.nested: dict[str, list[int]] = {}
+        for index, prefix in nestings(keys):
+            self.nested.setdefault(prefix, []).append(index)
+        self.touched = bytearray(count)
         self.partial: dict[int, int] = {}
-        """Touched entries some of whose rows no target row met yet: bit mask of the rows met."""
+        """Touched entries some of whose rows no target row met yet: bit mask of those rows."""
         self.golden_only = 0
         self.has_md5 = False
         self.log: list[tuple[int, int, int]] | None = None
         """When a list, :meth:`settle` also adds its marks to it (for another process to apply)."""
 
-    def candidates(self, keys: Iterable[str]) -> list[int]:
+    def __reduce__(self) -> Any:
+        raise TypeError("a golden index holds this process's string hashes: it crosses to forked children only")
+
+    def ordinals(self, keys: Sequence[str]) -> list[int]:
+        """Ordinals of the golden entries keyed by any of ``keys`` (looked up by hash: a hash two
+        different strings share, never seen in practice, would at most add an entry whose rows
+        then meet no key; hashes are this process's, which the forked child shares)."""
+        import numpy as np
+
+        if not keys or not len(self.hashes):
+            return []
+        wanted = np.fromiter(map(hash, keys), np.int64, len(keys))
+        at = np.searchsorted(self.hashes, wanted)
+        np.minimum(at, len(self.hashes) - 1, out=at)
+        return self.order[at[self.hashes[at] == wanted]].tolist()
+
+    def candidates(self, keys: Sequence[str]) -> list[int]:
         """Sorted ordinals of the golden entries whose rows may share keys with entries of ``keys``."""
-        ordinal, nested = self.ordinal, self.nested
-        found: set[int] = set()
-        for key in keys:
-            index = ordinal.get(key)
-            if index is not None:
-                found.add(index)
-            for prefix in nested_prefixes(key):
-                index = ordinal.get(prefix)
-                if index is not None:
-                    found.add(index)
-            more = nested.get(key)
-            if more:
-                found.update(more)
+        found = set(self.ordinals(keys))
+        prefixes = [prefix for _, prefix in nestings(keys)]
+        if prefixes:
+            found.update(self.ordinals(prefixes))
+        nested = self.nested
+        if nested:
+            for key in keys:
+                more = nested.get(key)
+                if more:
+                    found.update(more)
         return sorted(found)
+
+    def renames(self, ordinals: Sequence[int]) -> dict[str, str]:
+        """The renumbered names of the backward entries among ``ordinals`` (as
+        :func:`probe.match.backward_renames` gives them for the whole dump)."""
+        names, numbers = self.dump.names, self.numbers
+        renames = {}
+        for index in ordinals:
+            number = numbers[index]
+            if number >= 0:
+                name = names[index]
+                stem, api = backward_stem(name)  # type: ignore[misc]  # a backward entry
+                renames[name] = renumbered(stem, api, number)
+        return renames
 
     def rows(self, ordinals: Sequence[int]) -> RowList:
         """The keyed rows of the golden entries ``ordinals`` (sorted), in file order."""
-        rows = self.dump.rows_of(ordinals)
-        assign_keys(rows, True, self.renames)
+        rows = self.dump.rows_of(ordinals, self.renames(ordinals))
         self.has_md5 = self.has_md5 or rows.has_md5
         return rows
 
@@ -108,42 +160,54 @@ class GoldenIndex:
         self.apply(marks)
 
     def marks(self, ordinals: Sequence[int], rows: Sequence[Row], met: set[str]) -> list[tuple[int, int, int]]:
-        """``(ordinal, mask of the rows met, rows)`` of each golden entry of ``ordinals``."""
-        groups = {entry: list(group) for entry, group in groupby(rows, key=lambda r: r.entry)}
-        names = self.dump.names
+        """``(ordinal, mask of the rows met, rows)`` of each golden entry of ``ordinals``
+        (the mask :data:`ALL_MET` when all were)."""
+        names, numbers = self.dump.names, self.numbers
+        backward = [names[i] for i in ordinals if numbers[i] >= 0]
+        if backward:
+            with_rows = set(map(_ENTRY, rows))
+            if any(name not in with_rows for name in backward):
+                raise NotStreamable(f"{self.dump.info.path}: a renumbered entry has no rows")
+        hits = list(map(met.__contains__, map(_KEY, rows)))
+        if all(hits):
+            return [(index, ALL_MET, 0) for index in ordinals]
+        spans: dict[str, tuple[int, int]] = {}
+        start = 0
+        for entry, group in groupby(map(_ENTRY, rows)):
+            size = sum(1 for _ in group)
+            spans[entry] = (start, size)
+            start += size
         marks = []
         for index in ordinals:
-            group = groups.get(names[index], ())
-            if not group and names[index] in self.renames:
-                raise NotStreamable(f"{self.dump.info.path}: a renumbered entry has no rows")
+            start, size = spans.get(names[index], (0, 0))
             mask = 0
-            for position, row in enumerate(group):
-                if row.key in met:
+            for position in range(size):
+                if hits[start + position]:
                     mask |= 1 << position
-            marks.append((index, mask, len(group)))
+            marks.append((index, mask, size))
         return marks
 
     def apply(self, marks: Iterable[tuple[int, int, int]]) -> None:
         """Count what :meth:`marks` found (windows may meet a golden entry more than once)."""
         touched, partial = self.touched, self.partial
         for index, mask, size in marks:
-            full = (1 << size) - 1
             if not touched[index]:
                 touched[index] = 1
-                self.golden_only += size - _popcount(mask)
-                if mask != full:
-                    partial[index] = mask
+                unmet = ((1 << size) - 1) & ~mask
+                if unmet:
+                    self.golden_only += _popcount(unmet)
+                    partial[index] = unmet
                 continue
             old = partial.get(index)
             if old is None:
                 continue  # every row was met before
-            new = mask & ~old
+            new = old & mask
             if new:
                 self.golden_only -= _popcount(new)
-                if old | mask == full:
-                    del partial[index]
+                if old & ~mask:
+                    partial[index] = old & ~mask
                 else:
-                    partial[index] = old | mask
+                    del partial[index]
 
     def finish(self, batch: int) -> int:
         """Count the rows of the golden entries no window touched; the golden rows never met."""
@@ -173,32 +237,25 @@ class TargetWindows:
     def bounds(self) -> Iterator[tuple[int, int]]:
         """``(lo, hi)`` entry ordinals of each window: at most ``window`` entries and about
         :data:`WINDOW_BYTES` of dump text (never less than one entry)."""
-        starts, count = self.dump.index.starts, len(self.dump.names)
-        lo = 0
-        while lo < count:
-            by_size = bisect_left(starts, starts[lo] + WINDOW_BYTES, lo + 1)
-            hi = min(count, lo + self.window, max(lo + 1, by_size))
-            yield lo, hi
-            lo = hi
+        return self.dump.index.spans(0, len(self.dump.names), WINDOW_BYTES, self.window)
 
     def skip(self, lo: int, hi: int) -> None:
         """Pass over target entries ``lo:hi`` without reading them: the backward numbering of
         later windows stays that of the whole dump (their golden rows count as not met)."""
-        backward_renames(self.dump.names[lo:hi], self.counters)
+        deque(backward_numbers(self.dump.names[lo:hi], self.counters), maxlen=0)
 
     def pairs(self, lo: int, hi: int) -> list[Pair]:
         """The pairs of target entries ``lo:hi`` in target order."""
         names = self.dump.names[lo:hi]
-        rows = self.dump.rows(lo, hi)
-        self.has_md5 = self.has_md5 or rows.has_md5
         renames = backward_renames(names, self.counters)
+        rows = self.dump.rows(lo, hi, renames)
+        self.has_md5 = self.has_md5 or rows.has_md5
         if renames:
-            with_rows = {row.entry for row in rows}
+            with_rows = set(map(_ENTRY, rows))
             if any(name not in with_rows for name in renames):
                 raise NotStreamable(f"{self.dump.info.path}: a renumbered entry has no rows")
-        assign_keys(rows, True, renames)
-        ordinals = self.golden.candidates(renames.get(name, name) for name in names)
+        ordinals = self.golden.candidates([renames.get(name, name) for name in names] if renames else names)
         golden_rows = self.golden.rows(ordinals)
         pairs, _ = match_exact(rows, golden_rows)
-        self.golden.settle(ordinals, golden_rows, {row.key for row in rows})
+        self.golden.settle(ordinals, golden_rows, set(map(_KEY, rows)))
         return pairs

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from probe.errors import InputError
@@ -193,7 +193,10 @@ def _walk(value: Any, name: str, entry: str, state: str, out: RowList, depth: in
         if isinstance(value.get("type"), str) or value.get("class_type"):
             if "md5" in value and "dtype" in value:
                 out.has_md5 = True
-            out.append(leaf_row(name, entry, state, value))
+            row = leaf_row(name, entry, state, value)
+            if row.data_name != "-1":  # the only rows named by their data_name
+                out.named = True
+            out.append(row)
         else:
             _walk_items(value.items(), name, entry, state, out, depth + 1, True, list_index)
     elif isinstance(value, (list, tuple)):
@@ -413,19 +416,23 @@ def row_limit() -> int:
 
 def flatten_entries(
     entries: Iterable[tuple[str, Any]], debug: bool = False, names: list[str] | None = None,
-    max_rows: int | None = None,
+    max_rows: int | None = None, renames: Mapping[str, str] | None = None,
 ) -> tuple[RowList, list[str], int]:
     """Flatten all entries; return ``(rows, skipped entry names, entry count)``.
 
     ``names``, when given, receives every entry name in file order (skipped ones too).
     Past ``max_rows`` rows the dump is refused (an :class:`InputError`) before memory runs
-    out: a few bytes of JSON (``null,``) make a row of a few hundred bytes."""
+    out: a few bytes of JSON (``null,``) make a row of a few hundred bytes.
+
+    Rows are keyed as :func:`probe.match.assign_keys` keys them: backward entries renamed
+    by ``renames`` when given (entries of a dump read a window at a time), else renumbered
+    in the order their entries first give rows."""
     rows = RowList()
     if max_rows is not None:
         rows.limit = max_rows
     skipped: list[str] = []
     count = 0
-    renames: dict[str, str] = {}
+    numbered: dict[str, str] = {}
     counters: dict[str, int] = {}
     for name, body in entries:
         if len(rows) >= rows.limit:
@@ -443,8 +450,12 @@ def flatten_entries(
         if "backward" not in name:
             _entry_rows(name, body, kind, rows, None)
             continue
+        if renames is not None:
+            renamed = renames.get(name)
+            _entry_rows(name, body, kind, rows, None if renamed == name else renamed)
+            continue
         # keys renumber backward calls in the order their entries first give rows (assign_keys)
-        renamed = renames.get(name)
+        renamed = numbered.get(name)
         found = None if renamed is not None else backward_stem(name)
         if found is not None:
             renamed = renumbered(found[0], found[1], counters.get(found[0], 0))
@@ -452,6 +463,6 @@ def flatten_entries(
         _entry_rows(name, body, kind, rows, None if renamed == name else renamed)
         if found is not None and len(rows) > start:
             counters[found[0]] = counters.get(found[0], 0) + 1
-            renames[name] = renamed
+            numbered[name] = renamed
     rows.keyed = not debug
     return rows, skipped, count

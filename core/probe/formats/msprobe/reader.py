@@ -104,16 +104,19 @@ class MsprobeJsonReader:
         """The dump read a window of entries at a time, or ``None`` when it must be read whole
         (another layout, repeated names, a ``debug.json``, no ``framework`` key, rows named
         by their ``data_name``)."""
-        index = index_member(path, "data", (b'"md5"', b'"data_name"'))
-        if index is None or b'"data_name"' in index.found:  # rows named by their files: read whole
+        index = index_member(path, "data")
+        if index is None or index.opens_with(b'"data_name"'):  # rows named by their files: read whole
             return None
-        info, _ = self.read(path)
+        doc = index.head()
+        if not isinstance(doc, dict) or doc.get("data") != {}:
+            return None
+        info = self._header(path, doc)
         if info.kind == "debug" or not info.framework_declared:
             return None
         stack = load_stack(path.parent / "stack.json") if with_stack else None
         if stack:  # keyed by the index's own name strings (only the dump's entries are looked up)
             stack = {name: stack[name] for name in index.names if name in stack}
-        return StreamedDump(info, index, stack, b'"md5"' in index.found, skipped_names(index.names))
+        return StreamedDump(info, index, stack, index.opens_with(b'"md5"'), skipped_names(index.names))
 
 
 def _infer_framework(info: DumpInfo, rows: list[Row]) -> DumpInfo:

@@ -1,0 +1,110 @@
+"""Reading a dump a window at a time: fast paths equal the slow ones, odd files run whole."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import probe.memberindex as memberindex
+from probe.errors import NotStreamable
+from probe.formats.msprobe.flatten import flatten_entries
+from probe.formats.msprobe.reader import MsprobeJsonReader
+from probe.match import assign_keys, backward_renames
+from probe.windows import ALL_MET, GoldenIndex, TargetWindows, nested_prefixes, nestings
+from report_snapshots import collect
+from test_streaming import _DUMP, _NAMES, _write
+
+
+@settings(max_examples=200, deadline=None)
+@given(entries=_DUMP, offset=st.integers(0, 3))
+def test_rows_keyed_by_given_renames_are_those_assign_keys_gives(entries, offset) -> None:
+    names = [name for name, _ in entries]
+    renames = backward_renames(names, {"Functional.relu": offset, "Module.m.Linear": offset})
+    fast = flatten_entries(entries, renames=renames)[0]
+    slow = flatten_entries(entries)[0]
+    assign_keys(slow, True, renames)
+    assert [(row.name, row.key) for row in fast] == [(row.name, row.key) for row in slow]
+
+
+@given(keys=st.lists(st.sampled_from(_NAMES + ["a.b.forward.output.forward", "x.parameters_grad.y.z"]), max_size=8))
+def test_nestings_are_the_nested_prefixes_of_every_key(keys) -> None:
+    assert list(nestings(keys)) == [(i, prefix) for i, key in enumerate(keys) for prefix in nested_prefixes(key)]
+
+
+def _golden(tmp_path, sizes: list[int]) -> GoldenIndex:
+    entries = [(f"Torch.add.{i}.forward", {"output": [{"type": "int", "value": 1}] * size})
+               for i, size in enumerate(sizes)]
+    _write(tmp_path / "g" / "dump.json", entries)
+    return GoldenIndex(MsprobeJsonReader().stream(tmp_path / "g" / "dump.json", with_stack=False))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sizes=st.lists(st.integers(0, 4), min_size=1, max_size=5),
+       meetings=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 15), st.booleans()), max_size=12))
+def test_golden_rows_met_count_as_with_explicit_masks(tmp_path, sizes, meetings) -> None:
+    """A mark of every row met (ALL_MET) counts as the full mask of the entry's rows; rows
+    never met are those no mark met, however often an entry is met."""
+    short, full = _golden(tmp_path, sizes), _golden(tmp_path, sizes)
+    met = [set() for _ in sizes]
+    for index, mask, everything in meetings:
+        index %= len(sizes)
+        size = sizes[index]
+        mask = (1 << size) - 1 if everything else mask & ((1 << size) - 1)
+        short.apply([(index, ALL_MET, 0) if everything else (index, mask, size)])
+        full.apply([(index, mask, size)])
+        met[index].update(p for p in range(size) if mask >> p & 1)
+    touched = {index % len(sizes) for index, _, _ in meetings}
+    want = sum(sizes[i] - len(met[i]) for i in touched)
+    assert short.golden_only == full.golden_only == want
+    assert short.partial == full.partial
+
+
+def _entry(value: float, data_name: str | None = None) -> dict:
+    leaf = {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [2], "Max": value, "Min": value,
+            "Mean": value, "Norm": value, "requires_grad": False}
+    if data_name is not None:
+        leaf["data_name"] = data_name
+    return {"input_args": [leaf], "output": [leaf]}
+
+
+def test_rows_named_by_their_files_past_the_first_bytes_stop_the_stream(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(memberindex, "PROBE_BYTES", 64)  # the probe sees the first entry only
+    entries = [("Torch.add.0.forward", _entry(1.0)), ("Torch.add.1.forward", _entry(2.0, "Torch.add.1.forward.pt"))]
+    for side in ("t", "g"):
+        _write(tmp_path / side / "dump.json", entries)
+    reader = MsprobeJsonReader()
+    target, golden = reader.stream(tmp_path / "t" / "dump.json"), reader.stream(tmp_path / "g" / "dump.json")
+    assert target is not None and golden is not None
+    with pytest.raises(NotStreamable, match="data_name"):
+        list(TargetWindows(target, GoldenIndex(golden), 1))
+
+
+def _misplaced(path, entries) -> None:
+    """A dump.json whose ``data`` member is followed by another object member."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"task": "statistics", "level": "mix", "framework": "pytorch", "data": dict(entries),
+                                "extra": {"Torch.mul.0.forward": _entry(3.0)}}, indent=1))
+
+
+def test_a_data_member_that_is_not_last_compares_as_a_whole_one(tmp_path, run_probe) -> None:
+    entries = [(f"Torch.add.{i}.forward", _entry(float(i))) for i in range(4)]
+    _misplaced(tmp_path / "t" / "dump.json", entries)
+    _misplaced(tmp_path / "g" / "dump.json", entries[1:])
+    target = MsprobeJsonReader().stream(tmp_path / "t" / "dump.json")
+    with pytest.raises(NotStreamable):  # the last entry holds the member's close
+        target.rows(0, len(target.names), {})
+    argv = ["compare", "-tp", tmp_path / "t" / "dump.json", "-gp", tmp_path / "g" / "dump.json", "--format", "csv"]
+    whole = run_probe(*argv, "-o", tmp_path / "whole", "--window", "0")
+    windowed = run_probe(*argv, "-o", tmp_path / "windowed", "--window", "1")
+    assert whole.code == windowed.code == 0
+    assert collect(tmp_path / "whole") == collect(tmp_path / "windowed")
+
+
+def test_a_golden_index_does_not_pickle(tmp_path) -> None:
+    import pickle
+
+    with pytest.raises(TypeError, match="hashes"):
+        pickle.dumps(_golden(tmp_path, [1, 2]))
