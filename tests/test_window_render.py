@@ -248,3 +248,31 @@ def test_rows_files_are_unpickled_only_when_sealed_by_the_child() -> None:
         with pytest.raises(ValueError):
             _unseal(key, data)
     assert _UNPICKLED == []
+
+
+@pytest.mark.parametrize("kernel", ["copies", "refuses", "stops early"])
+def test_appended_window_bytes_are_the_file_less_its_skip(tmp_path, monkeypatch, kernel) -> None:
+    import os
+
+    from probe.export_stream import _copy
+
+    real = os.copy_file_range
+
+    def refusing(*args):
+        raise OSError(18, "cross-device")
+
+    def short(src, dst, count):  # copies a little, then the system says no more
+        return real(src, dst, min(count, 3)) if short.calls.append(1) or len(short.calls) == 1 else 0
+
+    short.calls = []
+    if kernel == "refuses":
+        monkeypatch.setattr(os, "copy_file_range", refusing)
+    elif kernel == "stops early":
+        monkeypatch.setattr(os, "copy_file_range", short)
+    source = tmp_path / "window"
+    source.write_bytes(b",\nabcdefghij" * 1000)
+    with open(tmp_path / "report", "wb") as handle:
+        handle.write(b"head")  # still buffered: must land before the window's bytes
+        _copy(source, handle, 2)
+        handle.write(b"tail")
+    assert (tmp_path / "report").read_bytes() == b"head" + source.read_bytes()[2:] + b"tail"
