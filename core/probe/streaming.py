@@ -98,7 +98,7 @@ def _open(plan: PairPlan, request: CompareRequest, registries: Registries) -> tu
     if not all(hasattr(r, "stream") for r in readers):
         return None
     # the golden dump is indexed in a forked child while this process indexes the target
-    side = runtime.start(readers[1].stream, plan.golden, False)
+    side = runtime.start(_indexed_golden, readers[1], plan.golden)
     try:
         target = readers[0].stream(plan.target, with_stack=True)
     except BaseException:
@@ -110,10 +110,16 @@ def _open(plan: PairPlan, request: CompareRequest, registries: Registries) -> tu
     try:
         golden = side.result()
     except ProbeError:  # also when the child could not send it back: index it here
-        golden = readers[1].stream(plan.golden, with_stack=False)
-    if golden is None or target.has_md5 != golden.has_md5:
+        golden = _indexed_golden(readers[1], plan.golden)
+    if golden is None or target.has_md5 != golden.dump.has_md5:
         return None
     return target, golden
+
+
+def _indexed_golden(reader: Any, path: Any) -> GoldenIndex | None:
+    """The golden dump's entry and key indexes (made in a forked child when one can help)."""
+    dump = reader.stream(path, with_stack=False)
+    return None if dump is None else GoldenIndex(dump)
 
 
 def _stream(plan: PairPlan, request: CompareRequest, registries: Registries, analyzers: list[Any],
@@ -121,7 +127,8 @@ def _stream(plan: PairPlan, request: CompareRequest, registries: Registries, ana
     opened = _open(plan, request, registries)
     if opened is None:
         return None
-    target, golden = opened
+    target, golden_index = opened
+    golden = golden_index.dump
     t_head, g_head = target.header(), golden.header()
     stages.settle_read(plan, t_head, g_head, request.option("stack_path"), request.option("framework_option"))
     options = {**request.options, **plan.options} if plan.options else request.options
@@ -134,7 +141,6 @@ def _stream(plan: PairPlan, request: CompareRequest, registries: Registries, ana
     shell = CompareResult(label=plan.label, mode=mode, records=[], target=t_head.info, golden=g_head.info,
                           stack=t_head.stack, options=options, output_stem=plan.output_stem,
                           output_subdir=plan.output_subdir, rank=plan.rank)
-    golden_index = GoldenIndex(golden)
     if window == AUTO:
         window = auto_window(len(target.names))
     log.debug("%s: compared %d entries at a time", plan.label, window)

@@ -66,6 +66,9 @@ def _popcount(mask: int) -> int:
 
 _ENTRY = attrgetter("entry")
 _KEY = attrgetter("key")
+_SALT = "probe.windows.GoldenIndex"
+"""Hashed when a golden index is pickled and again when it is unpickled: equal only in processes
+that share the string hashes (the one that made it and its forked children)."""
 ALL_MET = -1
 """The mask of a mark whose entry's rows were all met (whatever their number)."""
 
@@ -103,8 +106,14 @@ class GoldenIndex:
         self.log: list[tuple[int, int, int]] | None = None
         """When a list, :meth:`settle` also adds its marks to it (for another process to apply)."""
 
-    def __reduce__(self) -> Any:
-        raise TypeError("a golden index holds this process's string hashes: it crosses to forked children only")
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_salt": hash(_SALT)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if state.pop("_salt") != hash(_SALT):
+            raise TypeError("a golden index holds string hashes of the process that made it: it crosses "
+                            "only between that process and its forked children")
+        self.__dict__.update(state)
 
     def ordinals(self, keys: Sequence[str]) -> list[int]:
         """Ordinals of the golden entries keyed by any of ``keys`` (looked up by hash: a hash two
