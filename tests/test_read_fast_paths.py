@@ -250,3 +250,25 @@ def test_scalar_rows_share_cells_only_when_type_and_text_agree() -> None:
     assert rows[0].stats is rows[7].stats and rows[2].stats is rows[8].stats
     assert rows[0].stats is not rows[1].stats and rows[2].stats is not rows[3].stats
     assert rows[9].stats[0] is not rows[10].stats[0]  # lists are never shared
+
+
+def _reference_entry_kind(name: str) -> str | None:
+    """:func:`flatten.entry_kind` as it was first written: the last two of three or more components."""
+    head, _, last = name.rpartition(".")
+    second = head.rpartition(".")
+    if not second[1]:
+        return None
+    for candidate in (last, second[2]):
+        if candidate in ("forward", "backward", "parameters_grad"):
+            return candidate
+    return None
+
+
+_name_part = st.sampled_from(["forward", "backward", "parameters_grad", "Functional", "relu", "0", "", "x.y",
+                              "forwardx", "backward.", ".forward"])
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.one_of(st.lists(_name_part, max_size=5).map(".".join), st.text(alphabet=".abfordw_", max_size=12)))
+def test_entry_kind_equals_the_reference(name: str) -> None:
+    assert flatten.entry_kind(name) == _reference_entry_kind(name)

@@ -50,13 +50,15 @@ def entry_kind(name: str) -> str | None:
     ``None`` means the name does not look like a dump entry (msProbe drops such entries).
     """
     head, _, last = name.rpartition(".")
-    second = head.rpartition(".")
-    if not second[1]:  # fewer than three components
-        return None
-    for candidate in (last, second[2]):
-        if candidate in ("forward", "backward", "parameters_grad"):
-            return candidate
-    return None
+    kind = _KINDS.get(last)
+    if kind is not None:
+        return kind if "." in head else None  # None: fewer than three components
+    head, dot, second = head.rpartition(".")
+    return _KINDS.get(second) if dot else None
+
+
+_KINDS = {"forward": "forward", "backward": "backward", "parameters_grad": "parameters_grad"}
+"""The entry kinds :func:`entry_kind` tells, by the name component that says them."""
 
 
 def _py_repr(value: Any) -> str:
