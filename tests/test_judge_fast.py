@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from probe.model import ERROR, NA, WARNING, Pair, Row
 from probe.modes import common
 from probe.modes.statistics import (
-    MSG_NORM_OUTPUT, MSG_NORM_RATIO, StatisticsMode, judge_group, norm_fraction, structure_rules,
+    MSG_NORM_OUTPUT, MSG_NORM_RATIO, StatisticsMode, StatRowResult, judge_group, norm_fraction, structure_rules,
 )
 from probe.result import RowResult
 
@@ -130,3 +130,16 @@ def test_fused_judge_reads_stored_metrics(norms: list) -> None:
 
 class _Ctx:
     progress = None
+
+
+def _slots(record: RowResult) -> dict[str, object]:
+    return {name: RowResult.__dict__[name].__get__(record, RowResult) for name in RowResult.__slots__}
+
+
+@given(st.booleans())
+def test_a_stat_row_result_starts_as_a_row_result(matched: bool) -> None:
+    """StatRowResult sets RowResult's slots itself: every slot as RowResult(pair, None) sets it."""
+    row = Row("A.f.0.forward.input.0", "A.f.0.forward", "input", "torch.float32", "[2]", (1.0, 0.0, 0.5, 2.0),
+              "True", None, "-1")
+    pair = Pair(row, row if matched else None)
+    assert _slots(StatRowResult(pair)) == _slots(RowResult(pair, None))
