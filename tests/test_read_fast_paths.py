@@ -272,3 +272,25 @@ _name_part = st.sampled_from(["forward", "backward", "parameters_grad", "Functio
 @given(st.one_of(st.lists(_name_part, max_size=5).map(".".join), st.text(alphabet=".abfordw_", max_size=12)))
 def test_entry_kind_equals_the_reference(name: str) -> None:
     assert flatten.entry_kind(name) == _reference_entry_kind(name)
+
+
+_section_keys = st.sampled_from(["input_args", "input_kwargs", "input", "parameters", "output", "weight", "other"])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_section_keys, st.one_of(st.lists(_list_item, max_size=3), _tree)), max_size=7),
+       st.sampled_from(["Functional.relu.0.forward", "Module.m.L.forward.0"]))
+def test_entry_sections_come_in_their_order_whatever_the_order_of_keys(sections, name) -> None:
+    """An entry's rows are those of its sections one by one in ENTRY_SECTIONS order, whatever order the
+    dump wrote its keys in (and other keys are ignored)."""
+    body = dict(sections)
+    one_by_one: Any = []
+    for key, _state, _prefix in flatten.ENTRY_SECTIONS:
+        if key in body:
+            rows = _flatten([(name, {key: body[key]})], False)
+            if isinstance(rows, str):
+                one_by_one = rows
+                break
+            one_by_one.extend(rows[0])
+    whole = _flatten([(name, body)], False)
+    assert repr(whole if isinstance(whole, str) else whole[0]) == repr(one_by_one)

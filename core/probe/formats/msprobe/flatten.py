@@ -285,10 +285,13 @@ def _entry_rows(name: str, body: Any, kind: str, out: RowList, renamed: str | No
         return
     if not isinstance(body, dict):
         raise InputError(f"entry {name} is not a JSON object")
-    get = body.get
-    for key, state, tail in _SECTIONS:
-        section = get(key)
-        if not section:  # absent, null, {} or []: no rows
+    keys = tuple(body)
+    plan = _PLANS.get(keys)
+    if plan is None:
+        plan = _plan(keys)
+    for key, state, tail in plan:
+        section = body[key]
+        if not section:  # null, {} or []: no rows
             continue
         if section.__class__ is list:
             _list_rows(section, name + tail, name, state, out, True, renamed)
@@ -297,6 +300,17 @@ def _entry_rows(name: str, body: Any, kind: str, out: RowList, renamed: str | No
             _walk(section, name + tail, name, state, out, 1)
             if renamed is not None:
                 _rekey(out, start, name, renamed)
+
+
+_PLANS: dict[tuple[str, ...], tuple[tuple[str, str, str], ...]] = {}
+
+
+def _plan(keys: tuple[str, ...]) -> tuple[tuple[str, str, str], ...]:
+    """The :data:`_SECTIONS` among an entry's ``keys``, in their order (kept for the next entry with these keys)."""
+    plan = tuple(section for section in _SECTIONS if section[0] in keys)
+    if len(_PLANS) < 1000:
+        _PLANS[keys] = plan
+    return plan
 
 
 def _rekey(rows: RowList, start: int, entry: str, renamed: str) -> None:
