@@ -306,9 +306,10 @@ _PLANS: dict[tuple[str, ...], tuple[tuple[str, str, str], ...]] = {}
 
 
 def _plan(keys: tuple[str, ...]) -> tuple[tuple[str, str, str], ...]:
-    """The :data:`_SECTIONS` among an entry's ``keys``, in their order (kept for the next entry with these keys)."""
+    """The :data:`_SECTIONS` among an entry's ``keys``, in their order (kept for the next entry with these
+    keys when they are few: a hostile dump's thousands of layouts or keys are not kept)."""
     plan = tuple(section for section in _SECTIONS if section[0] in keys)
-    if len(_PLANS) < 1000:
+    if len(_PLANS) < 1000 and len(keys) <= 16:
         _PLANS[keys] = plan
     return plan
 
