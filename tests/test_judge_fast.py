@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from probe.model import ERROR, NA, WARNING, Pair, Row
 from probe.modes import common
 from probe.modes.statistics import (
-    MSG_NORM_OUTPUT, MSG_NORM_RATIO, StatisticsMode, judge_group, norm_fraction, structure_rules,
+    MSG_NORM_OUTPUT, MSG_NORM_RATIO, StatisticsMode, StatRowResult, judge_group, norm_fraction, structure_rules,
 )
 from probe.result import RowResult
 
@@ -130,3 +130,36 @@ def test_fused_judge_reads_stored_metrics(norms: list) -> None:
 
 class _Ctx:
     progress = None
+
+
+def _slots(record: RowResult) -> dict[str, object]:
+    return {name: RowResult.__dict__[name].__get__(record, RowResult) for name in RowResult.__slots__}
+
+
+@given(st.booleans())
+def test_a_stat_row_result_starts_as_a_row_result(matched: bool) -> None:
+    """StatRowResult sets RowResult's slots itself: every slot as RowResult(pair, None) sets it."""
+    row = Row("A.f.0.forward.input.0", "A.f.0.forward", "input", "torch.float32", "[2]", (1.0, 0.0, 0.5, 2.0),
+              "True", None, "-1")
+    pair = Pair(row, row if matched else None)
+    assert _slots(StatRowResult(pair)) == _slots(RowResult(pair, None))
+
+
+_checksum = st.one_of(st.none(), st.sampled_from(["", "N/A", "Nan", "abcd1234", "00000000"]), st.integers(0, 2))
+
+
+@given(st.lists(st.tuples(_checksum, st.booleans(), _checksum), max_size=6))
+def test_md5_compute_gives_the_checksum_cells(rows: list[tuple[object, bool, object]]) -> None:
+    """md5 mode's metrics: each side's md5, N/A for a null one (and for the golden of an unmatched row)."""
+    from probe.modes.md5 import Md5Mode
+
+    def row(md5: object) -> Row:
+        return Row("A.f.0.forward.input.0", "A.f.0.forward", "input", "torch.float32", "[2]", (None,) * 4,
+                   "True", md5, "-1")
+
+    pairs = [Pair(row(t), row(g) if matched else None) for t, matched, g in rows]
+    results = Md5Mode().compute(pairs, type("Context", (), {"progress": None})())
+    assert [(r.pair, r.metrics, r.verdict) for r in results] == [
+        (p, (NA if p.target.md5 is None else p.target.md5,
+             NA if p.golden is None or p.golden.md5 is None else p.golden.md5), RowResult(p, ()).verdict)
+        for p in pairs]

@@ -250,3 +250,47 @@ def test_scalar_rows_share_cells_only_when_type_and_text_agree() -> None:
     assert rows[0].stats is rows[7].stats and rows[2].stats is rows[8].stats
     assert rows[0].stats is not rows[1].stats and rows[2].stats is not rows[3].stats
     assert rows[9].stats[0] is not rows[10].stats[0]  # lists are never shared
+
+
+def _reference_entry_kind(name: str) -> str | None:
+    """:func:`flatten.entry_kind` as it was first written: the last two of three or more components."""
+    head, _, last = name.rpartition(".")
+    second = head.rpartition(".")
+    if not second[1]:
+        return None
+    for candidate in (last, second[2]):
+        if candidate in ("forward", "backward", "parameters_grad"):
+            return candidate
+    return None
+
+
+_name_part = st.sampled_from(["forward", "backward", "parameters_grad", "Functional", "relu", "0", "", "x.y",
+                              "forwardx", "backward.", ".forward"])
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.one_of(st.lists(_name_part, max_size=5).map(".".join), st.text(alphabet=".abfordw_", max_size=12)))
+def test_entry_kind_equals_the_reference(name: str) -> None:
+    assert flatten.entry_kind(name) == _reference_entry_kind(name)
+
+
+_section_keys = st.sampled_from(["input_args", "input_kwargs", "input", "parameters", "output", "weight", "other"])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_section_keys, st.one_of(st.lists(_list_item, max_size=3), _tree)), max_size=7),
+       st.sampled_from(["Functional.relu.0.forward", "Module.m.L.forward.0"]))
+def test_entry_sections_come_in_their_order_whatever_the_order_of_keys(sections, name) -> None:
+    """An entry's rows are those of its sections one by one in ENTRY_SECTIONS order, whatever order the
+    dump wrote its keys in (and other keys are ignored)."""
+    body = dict(sections)
+    one_by_one: Any = []
+    for key, _state, _prefix in flatten.ENTRY_SECTIONS:
+        if key in body:
+            rows = _flatten([(name, {key: body[key]})], False)
+            if isinstance(rows, str):
+                one_by_one = rows
+                break
+            one_by_one.extend(rows[0])
+    whole = _flatten([(name, body)], False)
+    assert repr(whole if isinstance(whole, str) else whole[0]) == repr(one_by_one)

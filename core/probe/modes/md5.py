@@ -16,10 +16,6 @@ MSG_CRC = "error: The CRC-32 value of NPU differs from that of the bench."
 _MISSING = (NA, "Nan", "", None)
 
 
-def _md5(row) -> str:
-    return row.md5 if row.md5 is not None else NA
-
-
 class Md5Mode:
     """Exact comparison of checksums."""
 
@@ -36,11 +32,16 @@ class Md5Mode:
 
     def compute(self, pairs: Sequence[Pair], ctx: ModeContext) -> list[RowResult]:
         results: list[RowResult] = []
+        append = results.append
         for start in range(0, len(pairs), PROGRESS_STEP):
-            results.extend(
-                RowResult(pair, (_md5(pair.target), _md5(pair.golden) if pair.golden is not None else NA))
-                for pair in pairs[start : start + PROGRESS_STEP]
-            )
+            for pair in pairs[start : start + PROGRESS_STEP]:  # (_md5(target), _md5(golden) or N/A), inline
+                golden = pair.golden
+                target = pair.target.md5
+                if golden is None:
+                    append(RowResult(pair, (NA if target is None else target, NA)))
+                else:
+                    checksum = golden.md5
+                    append(RowResult(pair, (NA if target is None else target, NA if checksum is None else checksum)))
             if ctx.progress:
                 ctx.progress(min(PROGRESS_STEP, len(pairs) - start))
         return results

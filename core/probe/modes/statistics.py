@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from probe.csvtext import JoinedFields, column_texts
-from probe.model import ERROR, NA, WARNING, FlatDump, ModeContext, Pair
+from probe.model import ERROR, NA, PASS, WARNING, FlatDump, ModeContext, Pair
 from probe.modes import common
-from probe.result import RowResult
+from probe.result import UNMATCHED, RowResult
 
 METRIC_COLUMNS = [
     "Max diff",
@@ -135,6 +135,7 @@ def stat_metrics(pair: Pair) -> tuple[str, ...]:
 
 _STORED_METRICS = RowResult.metrics
 """The ``metrics`` slot of :class:`RowResult` (which :class:`StatRowResult` hides)."""
+_SET_METRICS = _STORED_METRICS.__set__
 
 
 class StatRowResult(RowResult):
@@ -148,7 +149,12 @@ class StatRowResult(RowResult):
     __slots__ = ()
 
     def __init__(self, pair: Pair) -> None:
-        super().__init__(pair, None)
+        # what RowResult.__init__(self, pair, None) sets, without its call and the metrics setter's
+        # (one row a matched pair: 0.07 -> 0.035 s a 155k rows)
+        self.pair = pair
+        _SET_METRICS(self, None)
+        self.verdict = PASS if pair.golden is not None else UNMATCHED
+        self._messages = self._notes = self._extra = None
 
     @property
     def metrics(self) -> tuple[Any, ...]:

@@ -50,13 +50,15 @@ def entry_kind(name: str) -> str | None:
     ``None`` means the name does not look like a dump entry (msProbe drops such entries).
     """
     head, _, last = name.rpartition(".")
-    second = head.rpartition(".")
-    if not second[1]:  # fewer than three components
-        return None
-    for candidate in (last, second[2]):
-        if candidate in ("forward", "backward", "parameters_grad"):
-            return candidate
-    return None
+    kind = _KINDS.get(last)
+    if kind is not None:
+        return kind if "." in head else None  # None: fewer than three components
+    head, dot, second = head.rpartition(".")
+    return _KINDS.get(second) if dot else None
+
+
+_KINDS = {"forward": "forward", "backward": "backward", "parameters_grad": "parameters_grad"}
+"""The entry kinds :func:`entry_kind` tells, by the name component that says them."""
 
 
 def _py_repr(value: Any) -> str:
@@ -283,10 +285,13 @@ def _entry_rows(name: str, body: Any, kind: str, out: RowList, renamed: str | No
         return
     if not isinstance(body, dict):
         raise InputError(f"entry {name} is not a JSON object")
-    get = body.get
-    for key, state, tail in _SECTIONS:
-        section = get(key)
-        if not section:  # absent, null, {} or []: no rows
+    keys = tuple(body)
+    plan = _PLANS.get(keys)
+    if plan is None:
+        plan = _plan(keys)
+    for key, state, tail in plan:
+        section = body[key]
+        if not section:  # null, {} or []: no rows
             continue
         if section.__class__ is list:
             _list_rows(section, name + tail, name, state, out, True, renamed)
@@ -295,6 +300,18 @@ def _entry_rows(name: str, body: Any, kind: str, out: RowList, renamed: str | No
             _walk(section, name + tail, name, state, out, 1)
             if renamed is not None:
                 _rekey(out, start, name, renamed)
+
+
+_PLANS: dict[tuple[str, ...], tuple[tuple[str, str, str], ...]] = {}
+
+
+def _plan(keys: tuple[str, ...]) -> tuple[tuple[str, str, str], ...]:
+    """The :data:`_SECTIONS` among an entry's ``keys``, in their order (kept for the next entry with these
+    keys when they are few: a hostile dump's thousands of layouts or keys are not kept)."""
+    plan = tuple(section for section in _SECTIONS if section[0] in keys)
+    if len(_PLANS) < 1000 and len(keys) <= 16:
+        _PLANS[keys] = plan
+    return plan
 
 
 def _rekey(rows: RowList, start: int, entry: str, renamed: str) -> None:
