@@ -16,7 +16,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from probe.analysis import nodes_by_rank
-from probe.analysis.advisor import AdviceBuilder, AdvicePart, advise, advisor_text, explain
+from probe.analysis.advisor import AdviceBuilder, AdvicePart, advise, advisor_text, explain, tally
 from probe.analysis.collective import check_collectives, shares_output
 from probe.analysis.da_json import write_diff_analyze, write_rank_json
 from probe.analysis.first_diff import FirstDiff, find_first_diff
@@ -60,7 +60,11 @@ class _AdviceStream:
         self.builder = AdviceBuilder(result)
 
     def add(self, window: CompareResult) -> None:
-        self.builder.add(build_nodes(window, judge=False))
+        builder = self.builder
+        if builder.advice.failing is not None:  # the search ended: what follows is only counted
+            builder.count(tally(window.records))
+        else:
+            builder.add(build_nodes(window, judge=False))
 
     def skip(self, names: Sequence[str]) -> None:
         """Nothing to learn from a window this copy does not judge (whether it fails is unknown)."""
