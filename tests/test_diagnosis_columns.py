@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from probe.diagnosis.facts import NodeFacts, RankFacts, _kind, op_of
 from probe.diagnosis.floor import group_gains, kind_gains, local_floor, local_floors, unit_roundoff
-from probe.diagnosis.rank import diagnose_facts
+from probe.diagnosis.rank import _columns, diagnose_facts, forward_of
 from probe.diagnosis.report import POINT_KEYS, Diagnosis, Points
 
 _ENTRY = st.one_of(
@@ -135,3 +135,13 @@ def test_points_read_and_write_as_a_list_of_dicts(rows: list, start: int, stop: 
     assert b"".join(diagnosis.json_pieces(3)) == orjson.dumps(
         {"verdict": "noise", "noise_floor": {}, "suspects": [], "series": [{**line, "points": plain}]},
         option=orjson.OPT_APPEND_NEWLINE)
+
+
+@settings(max_examples=500, deadline=None)
+@given(names=st.lists(st.lists(st.sampled_from(["backward", "forward", "Module", "0", "", "xbackward", "backwardx"]),
+                               max_size=5).map(".".join), max_size=6))
+def test_backward_calls_read_with_their_forward_names(names: list[str]) -> None:
+    columns = _columns([NodeFacts(name, i, "api", "x") for i, name in enumerate(names)])
+    saved, forward = columns[-2:]
+    expected = [(i, forward_of(name) or "") for i, name in enumerate(names) if "backward" in name]
+    assert list(zip(saved, forward)) == expected

@@ -208,9 +208,13 @@ def _columns(nodes: list[NodeFacts]) -> tuple[list[Any], ...]:
     for i, n in enumerate(nodes):
         name = n.entry
         entry.append(name)
-        if "backward" in name:
+        if "backward" in name:  # forward_of(name), its two usual cases inline
             saved.append(i)
-            forward.append(name[:-8] + "forward" if name.endswith(".backward") else forward_of(name) or "")
+            if name.endswith(".backward"):
+                forward.append(name[:-8] + "forward")
+            else:
+                head, _, tail = name.rpartition(".")
+                forward.append(head[:-8] + "forward." + tail if head.endswith(".backward") else forward_of(name) or "")
         what = n.kind
         kind.append(what)
         gradient.append(what == "parameters_grad")
