@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from probe.diagnosis.facts import NodeFacts, RankFacts, _kind, op_of
 from probe.diagnosis.floor import group_gains, kind_gains, local_floor, local_floors, unit_roundoff
-from probe.diagnosis.rank import _columns, diagnose_facts, forward_of
+from probe.diagnosis.columns import _columns
+from probe.diagnosis.rank import diagnose_facts, forward_of
 from probe.diagnosis.report import POINT_KEYS, Diagnosis, Points
 
 _ENTRY = st.one_of(

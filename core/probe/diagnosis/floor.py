@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 UNIT_ROUNDOFF = {
     "float64": 2.0 ** -53,
@@ -62,6 +63,8 @@ def local_floor(dtype: str, width: int = 1) -> float:
 
 def local_floors(units: np.ndarray, widths: list[int]) -> np.ndarray:
     """:func:`local_floor` of many calls at once, from their dtypes' unit roundoffs and their widths."""
+    import numpy as np  # not at start-up
+
     capped = np.array(widths)
     if capped.dtype.kind != "i":  # an int beyond int64 (or no widths)
         capped = np.array([min(width, MAX_WIDTH) for width in widths], np.int64)
@@ -84,6 +87,8 @@ def kind_gains(samples: Iterable[tuple[str, float, float, str, int]]) -> dict[st
     The gain of one call is ``out / (in + LOCAL*u)``; the kind's gain is the median over its
     calls (a faulty call is one of several and does not move the median), clamped.
     """
+    import numpy as np  # not at start-up
+
     kinds, ratios = [], []
     for kind, dev_in, dev_out, dtype, width in samples:
         kinds.append(kind)
@@ -97,6 +102,8 @@ def kind_gains(samples: Iterable[tuple[str, float, float, str, int]]) -> dict[st
 def group_gains(groups: np.ndarray, ratios: np.ndarray, count: int) -> np.ndarray:
     """The gain of each of ``count`` op kinds (numbered ``0..count-1``) from one ratio per call
     (``ratios[i]`` of a call of kind ``groups[i]``): as :func:`kind_gains`, all kinds at once."""
+    import numpy as np  # not at start-up
+
     gains = np.full(count, DEFAULT_GAIN)
     sizes = np.bincount(groups, minlength=count)
     ratios = ratios[np.argsort(groups, kind="stable")]  # by kind
