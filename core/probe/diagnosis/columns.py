@@ -130,11 +130,6 @@ class RankView:
         self.finite_error = np.where(finite_out & (out_dev > 0.0), out_dev, 0.0)
         self._points_before: list[int] | None = None
 
-    def module_of(self, entry: str) -> str:
-        """The module call around the last node of ``entry`` ("" if none or no such node)."""
-        at = self.last.get(entry)
-        return "" if at is None else self.modules[at]
-
     def dtype_errors(self, found: list[int]) -> list[tuple[str, int, float]]:
         """``(dtype, calls, largest finite error)`` of the nodes of each dtype that are not suspects (nor share
         a suspect's entry) and not ``parameters_grad`` ones, dtypes in order of first appearance (not "")."""

@@ -91,12 +91,15 @@ def _suspects(view: RankView, found: list[int]) -> list[Suspect]:
 def _explained_modules(view: RankView, entries: list[str]) -> set[str]:
     """Module calls that contain a call of ``entries`` (through construct.json's parent links)."""
     explained: set[str] = set()
+    last, modules = view.last, view.modules
     for entry in entries:
         seen = 0
-        parent = view.module_of(entry)
+        at = last.get(entry)
+        parent = "" if at is None else modules[at]
         while parent and parent not in explained and seen < 1000:
             explained.add(parent)
-            parent = view.module_of(parent)
+            at = last.get(parent)
+            parent = "" if at is None else modules[at]
             seen += 1
     return explained
 
@@ -152,13 +155,15 @@ def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
 def _series(view: RankView) -> dict[str, Any]:
     facts = view.facts
     inf = math.inf
-    columns = (view.entries, view.orders, [d if d < inf else None for d in view.out_devs],
-               [f if f < inf else None for f in view.floors], view.modules,
-               [_DIRECTIONS[b] for b in view.backward], view.kinds)
+    columns = [view.entries, view.orders, view.out_devs, view.floors, view.modules, view.backward, view.kinds]
     if view.gradient.any():  # parameters_grad entries have no point
         keep = (~view.gradient).tolist()
-        columns = tuple(list(compress(column, keep)) for column in columns)
-    points = Points(*columns, [None] * len(columns[0]))
+        columns = [compress(column, keep) for column in columns]
+    node, order, error, floor, module, backward, kind = columns
+    names = list(node)
+    points = Points(names, list(order), [d if d < inf else None for d in error],
+                    [f if f < inf else None for f in floor], list(module), [_DIRECTIONS[b] for b in backward],
+                    list(kind), [None] * len(names))
     return {"rank": facts.rank, "step": facts.step, "label": f"step{facts.step}/rank{facts.rank}", "points": points}
 
 
