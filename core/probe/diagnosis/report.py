@@ -91,16 +91,26 @@ class Points(Sequence[dict[str, Any]]):
     def __repr__(self) -> str:
         return f"Points({len(self)} points)"
 
-    def json(self, start: int = 0, stop: int | None = None) -> bytes:
-        """The bytes of ``orjson.dumps(list(self[start:stop]))[1:-1]`` (the points, comma separated)."""
-        columns = (self.node[start:stop], self.order[start:stop], self.error[start:stop], self.floor[start:stop],
-                   self.module[start:stop], self.direction[start:stop], self.kind[start:stop],
-                   self.suspect[start:stop])
-        return orjson.dumps([
-            {"node": node, "order": order, "error": error, "floor": floor, "module": module, "direction": direction,
-             "kind": kind, "suspect": suspect}
-            for node, order, error, floor, module, direction, kind, suspect in zip(*columns)
-        ])[1:-1]
+    def json_batches(self, batch: int) -> Iterator[bytes]:
+        """The points ``batch`` at a time as ``orjson.dumps(self[start:start + batch])[1:-1]`` (comma separated)."""
+        # one dict per point of a batch, refilled for each batch: filling a dict costs about half of making one
+        pool = [dict.fromkeys(POINT_KEYS) for _ in range(min(batch, len(self)))]
+        for start in range(0, len(self), batch):
+            stop = start + batch
+            columns = (self.node[start:stop], self.order[start:stop], self.error[start:stop],
+                       self.floor[start:stop], self.module[start:stop], self.direction[start:stop],
+                       self.kind[start:stop], self.suspect[start:stop])
+            points = pool if len(columns[0]) == len(pool) else pool[:len(columns[0])]
+            for point, node, order, error, floor, module, direction, kind, suspect in zip(points, *columns):
+                point["node"] = node
+                point["order"] = order
+                point["error"] = error
+                point["floor"] = floor
+                point["module"] = module
+                point["direction"] = direction
+                point["kind"] = kind
+                point["suspect"] = suspect
+            yield orjson.dumps(points)[1:-1]
 
 
 @dataclass
@@ -145,10 +155,11 @@ class Diagnosis:
             text = orjson.dumps({**line, "points": []})
             yield (b"," if number else b"") + text[:-3] + b"["
             points = line["points"]
-            for start in range(0, len(points), batch):
-                if isinstance(points, Points):
-                    yield (b"," if start else b"") + points.json(start, start + batch)
-                else:
+            if isinstance(points, Points):
+                for number_of_batch, text in enumerate(points.json_batches(batch)):
+                    yield (b"," if number_of_batch else b"") + text
+            else:
+                for start in range(0, len(points), batch):
                     yield (b"," if start else b"") + orjson.dumps(points[start:start + batch])[1:-1]
             yield b"]}"
         yield b"]}\n"
