@@ -30,8 +30,8 @@ from probe.diagnosis.report import (
     ARGUMENT, DIVERGENT, IDENTICAL, INTRODUCED, NAN_SOURCE, NOISE, PARAMETER, STRUCTURE, Diagnosis, Points, Suspect,
 )
 from probe.diagnosis.rules import (
-    BY_ARGUMENT, BY_LEAF, BY_NAN_INPUT, BY_NAN_SOURCE, BY_OUTPUT, BY_PARAMETER, BY_STRUCTURE, EXCESS, EXCESS_BACKWARD,
-    EXCESS_REDUCED, MAX_SCORE, RULE_KIND, forward_of,
+    BY_ARGUMENT, BY_LEAF, BY_NAN_INPUT, BY_NAN_SOURCE, BY_OUTPUT, BY_PARAMETER, BY_REDUCTION, BY_STRUCTURE, EXCESS,
+    EXCESS_BACKWARD, EXCESS_REDUCED, MAX_SCORE, RULE_KIND, forward_of,
 )
 
 if TYPE_CHECKING:
@@ -66,9 +66,11 @@ def _suspects(view: RankView, found: list[int]) -> list[Suspect]:
             evidence = (f"input {node.worst_leaf} differs by {_pct(node.leaf_dev)} and no earlier call produced it "
                         f"(a parameter, buffer or data; a cast to {node.dtype or 'its dtype'} explains "
                         f"{cast_pct[node.dtype]})")
-        elif rule == BY_OUTPUT:
-            evidence = (f"inputs differ by {_pct(in_eff)}, {node.worst_out} by {_pct(node.out_dev)}: "
-                        f"{score:.3g}x the {_pct(floor)} its inputs and {node.dtype or 'dtype'} rounding explain")
+        elif rule in (BY_OUTPUT, BY_REDUCTION):  # an output, or a backward call's reduction, far above the floor
+            what, dev = ((node.worst_out, node.out_dev) if rule == BY_OUTPUT else
+                         (f"the reduction {node.worst_reduced}", node.reduced_dev))
+            evidence = (f"inputs differ by {_pct(in_eff)}, {what} by {_pct(dev)}: {score:.3g}x the {_pct(floor)} "
+                        f"its inputs and {node.dtype or 'dtype'} rounding explain")
         elif rule == BY_STRUCTURE:
             evidence = f"{node.entry} has no golden counterpart"
         elif rule == BY_NAN_SOURCE:
@@ -80,9 +82,7 @@ def _suspects(view: RankView, found: list[int]) -> list[Suspect]:
         elif rule == BY_ARGUMENT:
             evidence = f"{node.argument}; its output {node.worst_out} differs by {_pct(node.out_dev)}"
         else:
-            evidence = (f"inputs differ by {_pct(in_eff)}, the reduction {node.worst_reduced} by "
-                        f"{_pct(node.reduced_dev)}: {score:.3g}x the {_pct(floor)} its inputs and "
-                        f"{node.dtype or 'dtype'} rounding explain")
+            raise AssertionError(f"no evidence for rule {rule}")
         out.append(Suspect(node.entry, rank, step, RULE_KIND[rule], round(min(score, MAX_SCORE), 3), evidence,
                            "backward" if node.backward else "forward", node.order, node.out_dev, floor))
     return out
