@@ -38,6 +38,8 @@ LAZY_CORE_MODULES = {
     ("probe/builtin/graph_commands.py", "probe.viewer.writer"),
     ("probe/builtin/graph_commands.py", "probe.graph.merge"),
     ("probe/builtin/analysis.py", "probe.diagnosis.analyzer"),
+    # the diagnosis judges a column at a time with numpy, once a compare has rows
+    ("probe/diagnosis/rank.py", "probe.diagnosis.columns"),
     ("probe/builtin/analysis.py", "probe.builtin.diagnose_command"),
     ("probe/builtin/diagnose_command.py", "probe.console"),
     ("probe/builtin/commands.py", "probe.regression.console"),

@@ -14,10 +14,12 @@ the op's own result and of its reductions.
 
 from __future__ import annotations
 
-import statistics
-from collections import defaultdict
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
 
 UNIT_ROUNDOFF = {
     "float64": 2.0 ** -53,
@@ -56,7 +58,22 @@ def local_floor(dtype: str, width: int = 1) -> float:
     reduction over ``width`` terms (kernels accumulate low-precision data in float32; two
     float32 kernels that sum in different orders differ by up to ``width * u``).
     """
-    return LOCAL * unit_roundoff(dtype) + min(width, MAX_WIDTH) * UNIT_ROUNDOFF["float32"]
+    return _local(unit_roundoff(dtype), min(width, MAX_WIDTH))
+
+
+def local_floors(units: np.ndarray, widths: list[int]) -> np.ndarray:
+    """:func:`local_floor` of many calls at once, from their dtypes' unit roundoffs and their widths."""
+    import numpy as np  # not at start-up
+
+    capped = np.array(widths)
+    if capped.dtype.kind != "i":  # an int beyond int64 (or no widths)
+        capped = np.array([min(width, MAX_WIDTH) for width in widths], np.int64)
+    return _local(units, np.minimum(capped, MAX_WIDTH))
+
+
+def _local(unit: Any, width: Any) -> Any:
+    """The one formula of :func:`local_floor` and :func:`local_floors` (floats or arrays)."""
+    return LOCAL * unit + width * UNIT_ROUNDOFF["float32"]
 
 
 def parameter_floor(dtype: str) -> float:
@@ -70,13 +87,34 @@ def kind_gains(samples: Iterable[tuple[str, float, float, str, int]]) -> dict[st
     The gain of one call is ``out / (in + LOCAL*u)``; the kind's gain is the median over its
     calls (a faulty call is one of several and does not move the median), clamped.
     """
-    ratios: dict[str, list[float]] = defaultdict(list)
+    import numpy as np  # not at start-up
+
+    kinds, ratios = [], []
     for kind, dev_in, dev_out, dtype, width in samples:
-        ratios[kind].append(dev_out / (dev_in + local_floor(dtype, width)))
-    gains = {}
-    for kind, values in ratios.items():
-        if len(values) < 3:
-            gains[kind] = DEFAULT_GAIN
-        else:
-            gains[kind] = min(MAX_GAIN, max(MIN_GAIN, statistics.median(values)))
+        kinds.append(kind)
+        ratios.append(dev_out / (dev_in + local_floor(dtype, width)))
+    names = list(dict.fromkeys(kinds))
+    number = {name: k for k, name in enumerate(names)}
+    gains = group_gains(np.array([number[kind] for kind in kinds], np.intp), np.array(ratios, float), len(names))
+    return dict(zip(names, gains.tolist()))
+
+
+def group_gains(groups: np.ndarray, ratios: np.ndarray, count: int) -> np.ndarray:
+    """The gain of each of ``count`` op kinds (numbered ``0..count-1``) from one ratio per call
+    (``ratios[i]`` of a call of kind ``groups[i]``): as :func:`kind_gains`, all kinds at once."""
+    import numpy as np  # not at start-up
+
+    gains = np.full(count, DEFAULT_GAIN)
+    sizes = np.bincount(groups, minlength=count)
+    ratios = ratios[np.argsort(groups, kind="stable")]  # by kind
+    ends = np.cumsum(sizes).tolist()
+    for kind in np.flatnonzero(sizes >= 3).tolist():
+        end = ends[kind]
+        values = np.sort(ratios[end - int(sizes[kind]):end])
+        middle = len(values) // 2
+        if len(values) % 2:
+            median = float(values[middle])
+        else:  # as statistics.median: the mean of the two middle values
+            median = (float(values[middle - 1]) + float(values[middle])) / 2
+        gains[kind] = min(MAX_GAIN, max(MIN_GAIN, median))
     return gains

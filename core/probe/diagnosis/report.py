@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import orjson
 
@@ -47,6 +47,72 @@ class Suspect:
         return f"step {self.step}, rank {self.rank}"
 
 
+POINT_KEYS = ("node", "order", "error", "floor", "module", "direction", "kind", "suspect")
+"""The keys of a point of the error series, in the order they are written."""
+
+
+class Points(Sequence[dict[str, Any]]):
+    """The points of one error series kept as columns (one list per key of :data:`POINT_KEYS`).
+
+    It reads as a sequence of point dicts (made when read; changing one changes nothing) and
+    writes the JSON of that list without making them: a million points cost a few lists, not a
+    million dicts. ``suspect`` is the column to number suspects in."""
+
+    __slots__ = ("node", "order", "error", "floor", "module", "direction", "kind", "suspect")
+
+    def __init__(self, node: list[str], order: list[int], error: list[float | None], floor: list[float | None],
+                 module: list[str], direction: list[str], kind: list[str], suspect: list[int | None]) -> None:
+        self.node, self.order, self.error, self.floor = node, order, error, floor
+        self.module, self.direction, self.kind, self.suspect = module, direction, kind, suspect
+
+    def __len__(self) -> int:
+        return len(self.node)
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return dict(zip(POINT_KEYS, (self.node[index], self.order[index], self.error[index], self.floor[index],
+                                     self.module[index], self.direction[index], self.kind[index],
+                                     self.suspect[index])))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Points({len(self)} points)"
+
+    def json_batches(self, batch: int) -> Iterator[bytes]:
+        """The points ``batch`` at a time as ``orjson.dumps(self[start:start + batch])[1:-1]`` (comma separated)."""
+        # one dict per point of a batch, refilled for each batch: filling a dict costs about half of making one
+        pool = [dict.fromkeys(POINT_KEYS) for _ in range(min(batch, len(self)))]
+        for start in range(0, len(self), batch):
+            stop = start + batch
+            columns = (self.node[start:stop], self.order[start:stop], self.error[start:stop],
+                       self.floor[start:stop], self.module[start:stop], self.direction[start:stop],
+                       self.kind[start:stop], self.suspect[start:stop])
+            points = pool if len(columns[0]) == len(pool) else pool[:len(columns[0])]
+            for point, node, order, error, floor, module, direction, kind, suspect in zip(points, *columns):
+                point["node"] = node
+                point["order"] = order
+                point["error"] = error
+                point["floor"] = floor
+                point["module"] = module
+                point["direction"] = direction
+                point["kind"] = kind
+                point["suspect"] = suspect
+            yield orjson.dumps(points)[1:-1]
+
+
 @dataclass
 class Diagnosis:
     """Verdict, noise floor per dtype, suspects best first and the error along the network."""
@@ -65,28 +131,36 @@ class Diagnosis:
 
     def to_dict(self) -> dict[str, Any]:
         """The diagnosis JSON document (``diagnosis_{ts}.json``)."""
+        return self._document([_plain(line) for line in self.series])
+
+    def _document(self, series: list[Any]) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
             "noise_floor": self.noise_floor,
             "suspects": [s.to_dict() for s in self.suspects],
-            "series": self.series,
+            "series": series,
         }
 
     def json_pieces(self, batch: int = 4096) -> Iterator[bytes]:
         """The bytes of ``orjson.dumps(self.to_dict())`` and a newline, the points of the series
         ``batch`` at a time (the text of millions of points is never held at once)."""
         # orjson: compact UTF-8, NaN/inf as null (strict JSON has none), about 10x the json module
-        head = orjson.dumps({**self.to_dict(), "series": []})
+        head = orjson.dumps(self._document([]))
         yield head[:-3] + b"["  # drop the empty list and the closing brace: ``,"series":[]}``
         for number, line in enumerate(self.series):
-            if not (isinstance(line, dict) and list(line)[-1:] == ["points"] and isinstance(line["points"], list)):
-                yield (b"," if number else b"") + orjson.dumps(line)
+            if not (isinstance(line, dict) and list(line)[-1:] == ["points"]
+                    and isinstance(line["points"], (list, Points))):
+                yield (b"," if number else b"") + orjson.dumps(_plain(line))
                 continue
             text = orjson.dumps({**line, "points": []})
             yield (b"," if number else b"") + text[:-3] + b"["
             points = line["points"]
-            for start in range(0, len(points), batch):
-                yield (b"," if start else b"") + orjson.dumps(points[start:start + batch])[1:-1]
+            if isinstance(points, Points):
+                for number_of_batch, text in enumerate(points.json_batches(batch)):
+                    yield (b"," if number_of_batch else b"") + text
+            else:
+                for start in range(0, len(points), batch):
+                    yield (b"," if start else b"") + orjson.dumps(points[start:start + batch])[1:-1]
             yield b"]}"
         yield b"]}\n"
 
@@ -108,6 +182,13 @@ class Diagnosis:
                 handle.write(piece)
         self.path = out.path  # the name claimed (``_1`` if a concurrent run took ``path``)
         return out.path
+
+
+def _plain(line: Any) -> Any:
+    """A series line with its :class:`Points` as a list of dicts (what ``json`` and ``orjson`` take)."""
+    if isinstance(line, dict) and isinstance(line.get("points"), Points):
+        return {**line, "points": list(line["points"])}
+    return line
 
 
 def _number(value: float | None) -> float | None:
