@@ -39,7 +39,7 @@ from probe.windows import GoldenIndex, TargetWindows
 
 log = logging.getLogger("probe")
 
-STREAM_MIN_BYTES = 64 << 20
+STREAM_MIN_BYTES = 16 << 20
 """Plans whose two dump files together are at least this large are streamed by default (an
 exporter may ask for more with a ``stream_min_bytes`` attribute: its stream costs more than
 its whole write)."""

@@ -73,7 +73,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
                     help="steps to compare, comma separated (default: every step found on both sides)")
     io.add_argument("--window", dest="stream_window", type=at_least(0), default=None, metavar="N",
                     help="compare a window of N dump entries at a time: only one window's rows in memory (default: "
-                         "automatic, windows sized from the dump, for dump.json files of 64 MiB or more "
+                         "automatic, windows sized from the dump, for dump.json files of 16 MiB or more "
                          "together, 512 MiB for xlsx; 0: always whole dumps)")
     io.add_argument("--scheduler", metavar="ADDRESS", default=None,
                     help="dask scheduler address for --executor dask (default: $DASK_SCHEDULER_ADDRESS, "
