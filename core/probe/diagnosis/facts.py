@@ -417,9 +417,24 @@ def node_facts(entry: str, order: int, records: Iterable[RowResult], tensor_mode
     input of a forward call, deviation above 0, its fingerprint not in ``produced``) is appended to it
     as ``(deviation, fingerprint, tail or name, whether a tail)``, in input order (for :func:`_set_leaf`).
     """
+    return _restored(_facts_values(entry, order, records, tensor_mode, produced, backward, md5, leaf_inputs))
+
+
+def _facts_values(entry: str, order: int, records: Iterable[RowResult], tensor_mode: bool, produced: set,
+                  backward: bool, md5: bool, leaf_inputs: list | None) -> tuple[Any, ...]:
+    """:func:`node_facts` as the slot values of its :class:`NodeFacts` (``module`` empty, see
+    :func:`_restored`). The usual row (statistics of finite numbers) is judged inline, as
+    :func:`stats_deviation` and :func:`_fingerprint` would: both run only for the others."""
     kind = _kind(entry)
+    if kind == "api":  # op_of(), inline
+        second = entry.find(".", entry.find(".") + 1) if "." in entry else -1
+        op = entry if second < 0 else entry[:second]
+    else:
+        op = _op_of(entry, kind)
+    op = _OPS.get(op) or _shared(_OPS, op)
     backward = backward or kind == "parameters_grad" or ".backward" in entry
     leaves = kind == "api" and not backward
+    candidates = leaf_inputs is not None
     in_dev = out_dev = param_dev = leaf_dev = reduced_dev = 0.0
     worst_in = worst_out = worst_param = worst_leaf = worst_reduced = argument = dtype = ""
     in_numel = 0
@@ -428,101 +443,186 @@ def node_facts(entry: str, order: int, records: Iterable[RowResult], tensor_mode
     exact = True
     width = 1
     matched = unmatched = 0
-    outputs = []
-    dtypes, last_dims = _DTYPES, _LAST_DIMS
+    outputs: list = []
+    dtypes, last_dims, numels, pack = _DTYPES, _LAST_DIMS, _NUMELS, _PAIR.pack
+    statistics = not md5 and not tensor_mode
+    seen = tensor = t_float = None  # the dtype of the row before (most rows of an entry share it)
     for record in records:
         pair = record.pair
-        t, g = pair.target, pair.golden
-        state = t.state
+        t = pair.target
+        g = pair.golden
         if g is None:
             unmatched += 1
-            if state != "output" and not argument:
+            if t.state != "output" and not argument:
                 argument = f"{t.name} has no golden counterpart"
             continue
         matched += 1
         t_dtype = t.dtype
-        tensor, t_float = dtypes.get(t_dtype) or dtype_info(t_dtype)
-        if t_float and t_float != dtype:
-            dtype = lower_dtype(dtype, t_float)
-        if g.dtype == t_dtype:  # the usual row: the golden dtype adds nothing
+        if t_dtype is not seen:
+            tensor, t_float = dtypes.get(t_dtype) or dtype_info(t_dtype)
+            if t_float and t_float != dtype:
+                dtype = lower_dtype(dtype, t_float) if dtype else t_float
+            seen = t_dtype
+        g_dtype = g.dtype
+        if g_dtype == t_dtype:  # the usual row: the golden dtype adds nothing
             g_tensor = tensor
         else:
-            g_tensor, g_float = dtypes.get(g.dtype) or dtype_info(g.dtype)
+            g_tensor, g_float = dtypes.get(g_dtype) or dtype_info(g_dtype)
             if g_float and g_float != dtype:
                 dtype = lower_dtype(dtype, g_float)
+        ts = t.stats
+        gs = g.stats
         if not tensor or not g_tensor:
-            if g_tensor != tensor or list(map(str, t.stats)) != list(map(str, g.stats)):
+            if g_tensor != tensor or list(map(str, ts)) != list(map(str, gs)):
                 exact = False
-                if state != "output" and not argument and not benign_argument(t.stats[0], g.stats[0]):
-                    argument = f"{t.name} is {_short(t.stats[0])} instead of {_short(g.stats[0])}"
+                if t.state != "output" and not argument and not benign_argument(ts[0], gs[0]):
+                    argument = f"{t.name} is {_short(ts[0])} instead of {_short(gs[0])}"
             continue
         shape = t.shape
         if shape != g.shape:  # a structure difference: no precision deviation between different shapes
-            if state != "output" and not argument:
+            if t.state != "output" and not argument:
                 argument = f"{t.name} has shape {shape} instead of {g.shape}"
             dev, nan, exact = 0.0, False, False
-        elif md5:
-            dev, nan = (0.0 if t.md5 == g.md5 else math.inf), False
-            exact = exact and dev == 0.0
-        elif tensor_mode:
-            exact = False
-            dev, t_bad, g_bad = _row_dev(record, tensor_mode)
-            nan = t_bad and not g_bad
-        else:
-            ts, gs = t.stats, g.stats
+        elif statistics:
             if ts == gs:
                 dev, nan = 0.0, False  # identical statistics (a NaN never compares equal, so it takes the long way)
             else:
                 exact = False
-                dev, t_bad, g_bad = stats_deviation(ts, gs)
-                nan = t_bad and not g_bad
+                tmax, tmin, tmean, tnorm = ts
+                gmax, gmin, gmean, gnorm = gs
+                try:
+                    total = tmax + tmin + tmean + tnorm + gmax + gmin + gmean + gnorm
+                    usual = total - total == 0.0  # eight finite numbers
+                except TypeError:  # None, text
+                    usual = False
+                if usual:  # stats_deviation(ts, gs), inline (abs() and max() as comparisons): half its time
+                    nan = False
+                    dev = 0.0
+                    scale = tmax if tmax >= 0.0 else -tmax  # a -0.0 scale is as false as 0.0
+                    other = tmin if tmin >= 0.0 else -tmin
+                    if other > scale:
+                        scale = other
+                    other = gmax if gmax >= 0.0 else -gmax
+                    if other > scale:
+                        scale = other
+                    other = gmin if gmin >= 0.0 else -gmin
+                    if other > scale:
+                        scale = other
+                    if scale:  # a -0.0 below is outdone by the Norm's deviation: the statistics differ
+                        dev = tmax - gmax
+                        if dev < 0.0:
+                            dev = -dev
+                        other = tmin - gmin
+                        if other < 0.0:
+                            other = -other
+                        if other > dev:
+                            dev = other
+                        other = tmean - gmean
+                        if other < 0.0:
+                            other = -other
+                        if other > dev:
+                            dev = other
+                        dev /= scale
+                    scale = tnorm if tnorm >= 0.0 else -tnorm
+                    other = gnorm if gnorm >= 0.0 else -gnorm
+                    if other > scale:
+                        scale = other
+                    if scale:
+                        other = tnorm - gnorm
+                        if other < 0.0:
+                            other = -other
+                        other /= scale
+                        if other > dev:
+                            dev = other
+                else:
+                    dev, t_bad, g_bad = stats_deviation(ts, gs)
+                    nan = t_bad and not g_bad
+        elif md5:
+            dev, nan = (0.0 if t.md5 == g.md5 else math.inf), False
+            exact = exact and dev == 0.0
+        else:
+            exact = False
+            dev, t_bad, g_bad = _row_dev(record, tensor_mode)
+            nan = t_bad and not g_bad
+        state = t.state
         if state == "output":
-            nan_out = nan_out or nan
-            if backward and _numel(t.shape) * REDUCTION < in_numel:
-                norm = as_number(g.stats[3])
+            if nan:
+                nan_out = True
+            if backward and (numels.get(shape) or _numel(shape)) * REDUCTION < in_numel:
+                norm = as_number(gs[3])
                 if norm is not None and norm < TINY * in_norm:
                     dev = 0.0  # a sum that cancels to about zero (a bias before a norm layer): no relative error
                 if dev > reduced_dev or not worst_reduced:
                     reduced_dev, worst_reduced = dev, t.name
             elif dev > out_dev or not worst_out:
                 out_dev, worst_out = dev, t.name
-            outputs.append(t)
+            high = ts[0]
+            low = ts[1]
+            if high.__class__ is float and low.__class__ is float and high != low and high == high and low == low:
+                outputs.append(pack(high or 0.0, low or 0.0))  # _fingerprint(t) of the usual output, inline
+            else:
+                fp = _fingerprint(t)
+                if fp is not None:
+                    outputs.append(fp)
         elif state == "input":
             last = last_dims.get(shape) or _last_dim(shape)
             if last > width:
                 width = last
             if backward:
-                in_numel = max(in_numel, _numel(t.shape))
-                norm = as_number(g.stats[3])
+                numel = numels.get(shape) or _numel(shape)
+                if numel > in_numel:
+                    in_numel = numel
+                norm = gs[3]
+                if norm.__class__ is not float:
+                    norm = as_number(norm)
                 if norm is not None and norm > in_norm:
                     in_norm = norm
-            nan_in = nan_in or nan
+            if nan:
+                nan_in = True
             if dev > in_dev or not worst_in:
                 in_dev, worst_in = dev, t.name
-            if leaves and (dev > leaf_dev or leaf_inputs is not None and dev > 0.0):
-                fp = _fingerprint(t)
+            if leaves and (dev > leaf_dev or candidates and dev > 0.0):
+                high = ts[0]
+                low = ts[1]
+                if high.__class__ is float and low.__class__ is float and high != low and high == high \
+                        and low == low:
+                    fp = pack(high or 0.0, low or 0.0)
+                else:
+                    fp = _fingerprint(t)
                 if fp is not None and fp not in produced:
                     if dev > leaf_dev:
                         leaf_dev, worst_leaf = dev, t.name
-                    if leaf_inputs is not None:
+                    if candidates:
                         tail = _tail(entry, t.name)
                         leaf_inputs.append((dev, fp if fp.__class__ is bytes else _portable(fp),
                                             t.name if tail is None else tail, tail is not None))
         elif state == "parameters":
             if dev > param_dev or not worst_param:
                 param_dev, worst_param = dev, t.name
-    pack = _PAIR.pack
-    for t in outputs:
-        high, low = t.stats[0], t.stats[1]
-        if high.__class__ is float and low.__class__ is float and high == high and low == low and high != low:
-            produced.add(pack(high or 0.0, low or 0.0))  # _fingerprint(t) of the usual output, inline
-            continue
-        fp = _fingerprint(t)
-        if fp is not None:
-            produced.add(fp)
-    return NodeFacts(entry, order, kind, op_of(entry, kind), backward, in_dev, out_dev, param_dev, leaf_dev,
-                     worst_in, worst_out, worst_param, worst_leaf, nan_in, nan_out, argument, unmatched, matched,
-                     reduced_dev, worst_reduced, width, dtype, exact)
+    if outputs:
+        produced.update(outputs)
+    tails, size, table = 0, len(entry), _TAILS
+    if worst_in and worst_in[size:size + 1] == "." and worst_in.startswith(entry):  # _tail() inline
+        worst_in = worst_in[size:]
+        worst_in = table.get(worst_in) or _shared(table, worst_in)
+        tails = 1
+    if worst_out and worst_out[size:size + 1] == "." and worst_out.startswith(entry):
+        worst_out = worst_out[size:]
+        worst_out = table.get(worst_out) or _shared(table, worst_out)
+        tails |= 2
+    if worst_param or worst_leaf or worst_reduced:
+        names = [worst_param, worst_leaf, worst_reduced]
+        bit = 4
+        for i, name in enumerate(names):
+            if name and name[size:size + 1] == "." and name.startswith(entry):
+                tail = name[size:]
+                names[i] = table.get(tail) or _shared(table, tail)
+                tails |= bit
+            bit <<= 1
+        worst_param, worst_leaf, worst_reduced = names
+    return (entry, order, kind, op, backward, in_dev, out_dev, param_dev, leaf_dev, nan_in, nan_out, argument,
+            unmatched, matched, reduced_dev, width, dtype, exact, "", worst_in, worst_out, worst_param, worst_leaf,
+            worst_reduced, tails)
 
 
 _DEVICE_WORDS = ("npu", "cuda", "cpu", "gpu", "xla", "mps", "device")
@@ -580,12 +680,15 @@ class RankFactsBuilder:
 
     def add(self, result: CompareResult) -> None:
         nodes = self.facts.nodes
+        append, parent_of, produced, values = nodes.append, self.parent_of, self.produced, _facts_values
+        tensor_mode, md5, backward = self.tensor_mode, self.md5, self.backward
         for entry, group in groupby(result.records, key=_ENTRY):
-            if not self.backward and (".backward" in entry or ".parameters_grad" in entry):
-                self.backward = True  # what runs after the first backward entry runs in the backward pass
-            facts = node_facts(entry, len(nodes), group, self.tensor_mode, self.produced, self.backward, self.md5)
-            facts.module = self.parent_of(entry, "")
-            nodes.append(facts)
+            if not backward and (".backward" in entry or ".parameters_grad" in entry):
+                backward = True  # what runs after the first backward entry runs in the backward pass
+            facts = _restored(values(entry, len(nodes), group, tensor_mode, produced, backward, md5, None))
+            facts.module = parent_of(entry, "")
+            append(facts)
+        self.backward = backward
         self._shrink()
 
     def _shrink(self) -> None:
@@ -604,13 +707,12 @@ class RankFactsBuilder:
         produced: set = set()
         rows: list[tuple[Any, ...]] = []
         leaves: list[tuple[int, list]] = []
-        values = _fact_values
+        values = _facts_values
         for order, (entry, group) in enumerate(groupby(window.records, key=_ENTRY)):
             if not backward and (".backward" in entry or ".parameters_grad" in entry):
                 backward = True
             inputs: list = []
-            rows.append(values(node_facts(entry, order, group, self.tensor_mode, produced, backward, self.md5,
-                                          inputs)))
+            rows.append(values(entry, order, group, self.tensor_mode, produced, backward, self.md5, inputs))
             if inputs:
                 leaves.append((order, inputs))
         self.backward = backward
@@ -654,12 +756,9 @@ after it, the slot values of each entry's :class:`NodeFacts` (``order`` counted 
 for each forward call the inputs that may be leaves (see :func:`node_facts`), judged again against
 the outputs of the windows before."""
 
-_fact_values = attrgetter(*NodeFacts.__slots__)
-
-
 def _restored(values: tuple[Any, ...], new: Any = object.__new__) -> NodeFacts:
-    """The :class:`NodeFacts` whose slot values ``_fact_values`` gave (one assignment: 7 times faster
-    than a setter per slot)."""
+    """The :class:`NodeFacts` whose slot values :func:`_facts_values` gave, in the order of
+    ``NodeFacts.__slots__`` (one assignment: 7 times faster than a setter per slot)."""
     f = new(NodeFacts)
     (f.entry, f.order, f.kind, f.op, f.backward, f.in_dev, f.out_dev, f.param_dev, f.leaf_dev, f.nan_in, f.nan_out,
      f.argument, f.unmatched, f.matched, f.reduced_dev, f.width, f.dtype, f.exact, f.module, f.w_in, f.w_out,
