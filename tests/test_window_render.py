@@ -145,6 +145,15 @@ def test_windows_a_builder_cannot_merge_are_judged_here(tmp_path, run_probe, mon
     assert sum(taken) >= 20
 
 
+def test_builders_without_parts_get_the_childs_rows(tmp_path, run_probe, monkeypatch, taken) -> None:
+    monkeypatch.setattr(window_render, "_mergeable", window_render._ByRows)  # as a builder without part
+    for case, label, argv in CASES[:12]:
+        got = run_probe(*probe_argv(argv, tmp_path / label / case.name), "--window", "2", cwd=case)
+        files = {"exit_code": str(got.code), **collect(tmp_path / label / case.name)}
+        assert files == EXPECTED[f"{case.parent.name}/{case.name}/{label}"], case.name
+    assert sum(taken) >= 20
+
+
 # --------------------------------------------------------------------------------------
 # judged rows cross as plain tuples and come back the same (property test)
 # --------------------------------------------------------------------------------------
