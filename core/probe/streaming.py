@@ -16,8 +16,8 @@ count, :func:`auto_window`), or whenever the request's ``stream_window`` option
 (``--window``) gives a window size; ``0`` switches it off.
 Whatever turns up during the stream that only a whole compare does exactly (see
 :class:`probe.errors.NotStreamable`) abandons it, nothing written, and the plan runs whole.
-Where a second core is free, a forked child judges and renders windows ahead of this process
-(:mod:`probe.window_render`).
+Where a second core is free, a forked child judges, renders and sums up windows for the
+digests ahead of this process (:mod:`probe.window_render`).
 """
 
 from __future__ import annotations
