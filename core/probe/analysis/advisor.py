@@ -226,10 +226,7 @@ class _Name:
 
 
 def _saved(facts: NodeFacts) -> _Saved:
-    def name(record: Any) -> Any:
-        return None if record is None else _Name(record.name)
-
-    return _Saved(facts.in_dev, facts.out_dev, name(facts.worst_in), name(facts.worst_out), facts.nan_in, facts.nan_out)
+    return _saved_of(_saved_values(facts))
 
 
 class AdviceBuilder:
