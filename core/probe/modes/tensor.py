@@ -64,18 +64,25 @@ def _plain_file(root: str, data_name: str) -> str | None:
     """``root/data_name`` when ``data_name`` is a plain file name that is not a link there
     (or nothing is there yet), found with one ``lstat``; ``None`` when the name needs the
     full walk of :func:`resolve_tensor_file`."""
+    found = _plain_entry(root, data_name)
+    return None if found is None else found[0]
+
+
+def _plain_entry(root: str, data_name: str) -> tuple[str, bool] | None:
+    """:func:`_plain_file`, and whether a regular file was there (the ``lstat`` saw one)."""
     if data_name in ("", ".", "..") or "\0" in data_name or os.path.basename(data_name) != data_name \
             or os.path.splitdrive(data_name)[0]:
         return None
     candidate = os.path.join(root, data_name)
     try:
-        if not stat.S_ISLNK(os.lstat(candidate).st_mode):
-            return candidate
+        mode = os.lstat(candidate).st_mode
     except FileNotFoundError:
-        return candidate  # what resolve() gives for a missing file
+        return candidate, False  # what resolve() gives for a missing file
     except OSError:
-        pass  # the general walk reports it
-    return None
+        return None  # the general walk reports it
+    if stat.S_ISLNK(mode):
+        return None
+    return candidate, stat.S_ISREG(mode)
 
 
 class _Side:
@@ -92,11 +99,15 @@ class _Side:
 
     def file(self, data_name: str) -> str:
         """The path of the tensor file ``data_name`` (see :func:`resolve_tensor_file`)."""
+        return self.entry(data_name)[0]
+
+    def entry(self, data_name: str) -> tuple[str, bool]:
+        """:meth:`file`, and whether it was just seen to be a regular file (``False``: not known)."""
         if self.root_text is not None:
-            plain = _plain_file(self.root_text, data_name)
+            plain = _plain_entry(self.root_text, data_name)
             if plain is not None:
                 return plain
-        return str(resolve_tensor_file(self.tensor_dir, data_name, self.root))
+        return str(resolve_tensor_file(self.tensor_dir, data_name, self.root)), False
 
 
 _DIM = re.compile(r"\d+")
@@ -125,16 +136,18 @@ def _accepts_max_bytes(loader: Any) -> bool:
         return False
 
 
-def load_tensor(path: Path, loaders: Any, max_bytes: int | None = None) -> np.ndarray:
+def load_tensor(path: Path, loaders: Any, max_bytes: int | None = None, regular: bool = False) -> np.ndarray:
     """Load one tensor file with the loader registered for its suffix, then squeeze it.
 
     ``max_bytes`` (what dump.json declares for the tensor) is passed to loaders that take
-    it, to bound what a compressed file may inflate to.
+    it, to bound what a compressed file may inflate to. ``regular`` says the caller has just
+    seen a regular file at ``path`` (not a link): the check that loaders never get a missing
+    file, a FIFO or a device is then not repeated.
     """
     loader = loaders.get(path.suffix.lower())
     if loader is None:
         raise InputError(f"no tensor loader for {path.suffix!r} files (is the framework plugin installed?)", path)
-    if not path.is_file():
+    if not regular and not path.is_file():
         raise InputError("tensor file does not exist", path)
     try:
         array = loader(path, max_bytes=max_bytes) if max_bytes is not None and _accepts_max_bytes(loader) else loader(path)
@@ -142,7 +155,8 @@ def load_tensor(path: Path, loaders: Any, max_bytes: int | None = None) -> np.nd
         raise
     except Exception as exc:  # noqa: BLE001 - any loader failure is a problem of this file
         raise InputError(f"cannot be loaded as a tensor ({type(exc).__name__}: {exc})", path) from None
-    return np.squeeze(np.asarray(array))
+    array = np.asarray(array)
+    return array.squeeze() if 1 in array.shape else array
 
 
 def _path(text: str) -> Path:
@@ -160,12 +174,17 @@ def _directory(text: str) -> Path:
 
 
 def _compute_one(task: tuple[str | None, str | None], loaders: Any, extra: Sequence[Any]) -> tuple[tuple, list[str], str | None]:
-    """Metrics for one (npu file, bench file) task; a third element names an input problem."""
-    npu_file, bench_file, *bounds = task
-    npu_bytes, bench_bytes = bounds if bounds else (None, None)
+    """Metrics for one (npu file, bench file) task; a third element names an input problem.
+
+    A task may go on with both files' declared sizes and whether both were seen to be
+    regular files when the task was made (see :meth:`TensorMode._task`).
+    """
+    npu_file, bench_file, *rest = task
+    npu_bytes, bench_bytes = rest[:2] if rest else (None, None)
+    regular = len(rest) > 2 and rest[2] is True
     try:
-        n = load_tensor(_path(npu_file), loaders, npu_bytes)
-        b = load_tensor(_path(bench_file), loaders, bench_bytes)
+        n = load_tensor(_path(npu_file), loaders, npu_bytes, regular)
+        b = load_tensor(_path(bench_file), loaders, bench_bytes, regular)
     except InputError as exc:
         return (UNSUPPORTED,) * (6 + len(extra)), [str(exc)], str(exc)
     metrics, messages = compare_arrays(n, b)
@@ -228,11 +247,12 @@ class TensorMode:
         if g.data_name == "-1":
             return MSG_NO_BENCH_FILE
         try:
-            npu = sides[0].file(t.data_name)
-            bench = sides[1].file(g.data_name)
+            npu, npu_regular = sides[0].entry(t.data_name)
+            bench, bench_regular = sides[1].entry(g.data_name)
         except InputError as exc:
             return str(exc)
-        return (npu, bench, declared_bytes(str(t.dtype), str(t.shape)), declared_bytes(str(g.dtype), str(g.shape)))
+        return (npu, bench, declared_bytes(str(t.dtype), str(t.shape)), declared_bytes(str(g.dtype), str(g.shape)),
+                npu_regular and bench_regular)
 
     def compute(self, pairs: Sequence[Pair], ctx: ModeContext) -> list[RowResult]:
         width = 6 + len(ctx.extra_metrics)

@@ -39,6 +39,8 @@ _LOCAL_HEADER = 30
 _WHOLE_FILE = 16 * 1024 * 1024  # files up to this size are read in one go
 _TAIL = 65536 + 22  # the end-of-central-directory record lies in the last 64 KiB + 22 bytes
 _END = b"PK\x05\x06"
+_END_RECORD = struct.Struct("<4s4H2LH")
+"""The end-of-central-directory record (22 bytes without its comment)."""
 _CENTRAL = struct.Struct("<4s6xH12xL3H8xL")
 """A central directory header: signature, method, uncompressed size, name / extra / comment
 lengths and the offset of the member's local header (46 bytes)."""
@@ -201,36 +203,41 @@ def _members(buf: Any, buf_start: int, handle: Any = None) -> dict[str, tuple[in
     for anything this small parser does not handle (zip64, multi-disk): the zipfile
     module then reads the archive.
     """
-    if len(buf) >= 22 and bytes(buf[-22:]).rfind(_END) == 0:
-        end = len(buf) - 22  # no archive comment: the record closes the file (torch's case)
+    view = memoryview(buf)
+    size = len(view)
+    if size >= 22 and bytes(view[size - 22 :]).rfind(_END) == 0:
+        end = size - 22  # no archive comment: the record closes the file (torch's case)
     else:
-        end = bytes(buf[-_TAIL:]).rfind(_END)
+        tail_start = max(0, size - _TAIL)
+        end = bytes(view[tail_start:]).rfind(_END)
         if end < 0:
             return None
-        end += max(0, len(buf) - _TAIL)
-    if end + 22 > len(buf):
+        end += tail_start
+    if end + 22 > size:
         return None
-    _, disk, cd_disk, _, entries, cd_size, cd_offset, _ = struct.unpack_from("<4s4H2LH", buf, end)
-    if disk or cd_disk or 0xFFFF in (entries,) or 0xFFFFFFFF in (cd_size, cd_offset):
+    _, disk, cd_disk, _, entries, cd_size, cd_offset, _ = _END_RECORD.unpack_from(view, end)
+    if disk or cd_disk or entries == 0xFFFF or cd_size == 0xFFFFFFFF or cd_offset == 0xFFFFFFFF:
         return None
     if cd_offset >= buf_start:
-        directory = bytes(buf[cd_offset - buf_start : cd_offset - buf_start + cd_size])
+        directory = bytes(view[cd_offset - buf_start : cd_offset - buf_start + cd_size])
     elif handle is not None:
         handle.seek(cd_offset)
         directory = handle.read(cd_size)
     else:
         return None
     members: dict[str, tuple[int, int, int]] = {}
+    unpack = _CENTRAL.unpack_from
+    last = len(directory) - _CENTRAL.size  # where the last whole header may start
     pos = 0
     for _ in range(entries):
-        if len(directory) < pos + _CENTRAL.size:
+        if pos > last:
             return None
-        signature, method, usize, name_len, extra_len, comment_len, offset = _CENTRAL.unpack_from(directory, pos)
-        if signature != b"PK\x01\x02" or 0xFFFFFFFF in (usize, offset):
+        signature, method, usize, name_len, extra_len, comment_len, offset = unpack(directory, pos)
+        if signature != b"PK\x01\x02" or usize == 0xFFFFFFFF or offset == 0xFFFFFFFF:
             return None
-        name = directory[pos + 46 : pos + 46 + name_len].decode("utf-8", "replace")
-        members[name] = (method, usize, offset)
-        pos += 46 + name_len + extra_len + comment_len
+        pos += 46
+        members[directory[pos : pos + name_len].decode("utf-8", "replace")] = (method, usize, offset)
+        pos += name_len + extra_len + comment_len
     return members
 
 

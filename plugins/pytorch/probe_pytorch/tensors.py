@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from probe.api import InputError, open_regular
+from probe.api import InputError, open_regular_stat
 from probe_pytorch.ptzip import read_pt_fd
 
 MAX_FILE_BYTES = 10 * 1024**3
@@ -51,9 +51,9 @@ def load_pt(path: Path, max_bytes: int | None = None) -> np.ndarray:
     pickled objects is refused, never executed. ``max_bytes`` is the size of the tensor
     dump.json declares; it bounds what compressed members may inflate to (:func:`inflation_limit`).
     """
-    fd = open_regular(path, "tensor file")
+    fd, info = open_regular_stat(path, "tensor file", blocking=False)  # only read with pread
     try:
-        size = os.fstat(fd).st_size
+        size = info.st_size
         if size > MAX_FILE_BYTES:
             raise InputError(f"tensor file is larger than {MAX_FILE_BYTES // 1024**3} GiB", path)
         try:
