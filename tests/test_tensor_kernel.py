@@ -324,3 +324,56 @@ def test_task_paths_equal_their_plain_parse(text: str) -> None:
     from probe.modes.tensor import _path
 
     assert _path(text) == Path(text) and str(_path(text)) == str(Path(text))
+
+
+def test_tasks_mark_only_regular_files_as_checked(tmp_path: Path) -> None:
+    """A task says "regular" only when the lstat saw a regular file that is not a link, so a
+    loader is never handed a FIFO, a directory or a missing file without the check."""
+    tensors = tmp_path / "dump_tensor_data"
+    tensors.mkdir()
+    (tensors / "x.pt").write_bytes(b"x")
+    (tensors / "dir.pt").mkdir()
+    (tensors / "in.pt").symlink_to(tensors / "x.pt")
+    os.mkfifo(tensors / "fifo.pt")
+    side = _Side(tensors)
+    root = str(tensors.resolve())
+    assert side.entry("x.pt") == (os.path.join(root, "x.pt"), True)
+    for name in ("dir.pt", "fifo.pt", "missing.pt", "in.pt"):
+        path, regular = side.entry(name)
+        assert not regular and path == side.file(name), name
+
+
+def test_unchecked_tasks_still_refuse_what_is_not_a_regular_file(tmp_path: Path) -> None:
+    from probe.modes.tensor import _compute_one
+    from probe.plugins import default_host
+
+    loaders = default_host().tensor_loaders.as_dict()
+    os.mkfifo(tmp_path / "fifo.pt")
+    (tmp_path / "dir.pt").mkdir()
+    for name in ("fifo.pt", "dir.pt", "missing.pt"):
+        path = str(tmp_path / name)
+        metrics, messages, problem = _compute_one((path, path, 8, 8, False), loaders, [])
+        assert problem and "tensor file does not exist" in problem and metrics[0] == tm.UNSUPPORTED, name
+
+
+def test_open_regular_stat_gives_the_opened_files_stat(tmp_path: Path) -> None:
+    import fcntl
+
+    from probe.jsonio import open_regular, open_regular_stat
+
+    path = tmp_path / "t.bin"
+    path.write_bytes(b"12345")
+    for blocking in (True, False):
+        fd, info = open_regular_stat(path, "tensor file", blocking)
+        try:
+            assert info.st_size == 5 and os.path.samestat(info, os.fstat(fd))
+            assert bool(fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_NONBLOCK) is not blocking
+            assert os.pread(fd, 10, 1) == b"2345"
+        finally:
+            os.close(fd)
+    fd = open_regular(path)
+    assert not fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_NONBLOCK
+    os.close(fd)
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(InputError, match="not a regular file"):
+        open_regular_stat(tmp_path / "fifo", "tensor file", False)
