@@ -377,3 +377,28 @@ def test_open_regular_stat_gives_the_opened_files_stat(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "fifo")
     with pytest.raises(InputError, match="not a regular file"):
         open_regular_stat(tmp_path / "fifo", "tensor file", False)
+
+
+@SETTINGS
+@given(st.sampled_from([np.float32, np.float16]), st.integers(0, 2**32 - 1), st.integers(1, 300),
+       st.sampled_from(["zeros", "both zero", "tiny", "huge", "plain"]))
+def test_relative_errors_without_a_zero_scan_equal_the_eps_rule(dtype: Any, seed: int, size: int, kind: str) -> None:
+    """The zero scan of b runs only when the largest relative error is inf or NaN; zeros,
+    0 / 0, overflowing quotients and plain data all give what the eps rule gives."""
+    rng = np.random.default_rng(seed)
+    n = rng.standard_normal(size).astype(dtype)
+    b = (n.astype(np.float64) * (1 + 0.01 * rng.standard_normal(size))).astype(dtype)
+    at = rng.integers(0, size, max(1, size // 7))
+    if kind in ("zeros", "both zero"):
+        b[at] = 0
+        if kind == "both zero":
+            n[at] = 0
+    elif kind == "tiny":
+        b[at] = np.finfo(dtype).tiny if dtype == np.float32 else np.float16(6e-8)
+        n[at] = np.finfo(dtype).max
+    elif kind == "huge":
+        n[at], b[at] = np.finfo(dtype).max, -np.finfo(dtype).max
+    with np.errstate(over="ignore"):
+        got = tm._compare_float32(n, b, [])
+        want = _reference_float32(n, b, [])
+    assert _same(got, want)

@@ -269,21 +269,30 @@ def _compare_float32(n: np.ndarray, b: np.ndarray, messages: list[str]) -> tuple
     if n.dtype != np.float32:
         n = n.astype(np.float32)
         b = b.astype(np.float32)
-    if np.equal(b, 0, out=mask).any():  # relative_errors(n, b) in the free float64 buffers
+    with np.errstate(divide="ignore", invalid="ignore"):  # a zero in b: redone below
+        top = _relative_top(n, b, rel)
+    # only a zero in b (x / 0, 0 / 0) or an overflow makes the largest error inf or NaN:
+    # b is scanned for zeros only then
+    if not isfinite(top) and np.equal(b, 0, out=mask).any():  # relative_errors(n, b), in the free float64 buffers
         n32, b32 = b64.view(np.float32)[:size], n64.view(np.float32)[:size]
         np.copyto(n32, n)
         np.add(n32, _EPS32, out=n32, where=mask)
         np.copyto(b32, b)
         np.add(b32, _EPS32, out=b32, where=mask)
-        n, b = n32, b32
-    np.subtract(n, b, out=rel)
-    np.divide(rel, b, out=rel)
-    np.abs(rel, out=rel)
-    top = rel.max()
+        top = _relative_top(n32, b32, rel)
     max_rel = _round(top)
     one = _share_below(rel, top, _ONE_K, mask)
     five = _share_below(rel, top, _FIVE_K, mask)
     return (cos, euc, max_abs, max_rel, one, five)
+
+
+def _relative_top(n: np.ndarray, b: np.ndarray, rel: np.ndarray) -> np.float32:
+    """``rel = |n - b| / |b|`` of two float32 arrays (``b`` without zeros: the caller's job),
+    written into ``rel``; returns its largest value."""
+    np.subtract(n, b, out=rel)
+    np.divide(rel, b, out=rel)
+    np.abs(rel, out=rel)
+    return rel.max()
 
 
 _EPS32 = np.finfo(np.float32).eps
