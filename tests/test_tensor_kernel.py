@@ -381,7 +381,7 @@ def test_open_regular_stat_gives_the_opened_files_stat(tmp_path: Path) -> None:
 
 @SETTINGS
 @given(st.sampled_from([np.float32, np.float16]), st.integers(0, 2**32 - 1), st.integers(1, 300),
-       st.sampled_from(["zeros", "both zero", "tiny", "huge", "plain"]))
+       st.sampled_from(["zeros", "both zero", "tiny", "huge", "plain", "nan", "inf"]))
 def test_relative_errors_without_a_zero_scan_equal_the_eps_rule(dtype: Any, seed: int, size: int, kind: str) -> None:
     """The zero scan of b runs only when the largest relative error is inf or NaN; zeros,
     0 / 0, overflowing quotients and plain data all give what the eps rule gives."""
@@ -398,6 +398,9 @@ def test_relative_errors_without_a_zero_scan_equal_the_eps_rule(dtype: Any, seed
         n[at] = np.finfo(dtype).max
     elif kind == "huge":
         n[at], b[at] = np.finfo(dtype).max, -np.finfo(dtype).max
+    elif kind in ("nan", "inf"):  # left to the general path, whatever else b holds
+        n[at[:1]] = np.nan if kind == "nan" else np.inf
+        b[at[1:]] = 0
     with np.errstate(over="ignore"):
         got = tm._compare_float32(n, b, [])
         want = _reference_float32(n, b, [])

@@ -238,6 +238,8 @@ def _compare_float32(n: np.ndarray, b: np.ndarray, messages: list[str]) -> tuple
     """
     size = n.size
     n64, b64, rel, mask = _BUFFERS.take(size)
+    # the float32 errors first, while both arrays are still in the cache from reading
+    max_rel, one, five = _relative_shares(n, b, rel, mask, (b64, n64))
     np.copyto(n64, n)
     np.copyto(b64, b)
     nn = _dot(n64, n64)
@@ -266,24 +268,31 @@ def _compare_float32(n: np.ndarray, b: np.ndarray, messages: list[str]) -> tuple
     diff = np.subtract(n64, b64, out=n64)
     euc = sqrt(_dot(diff, diff))
     max_abs = _round(max(float(diff.max()), -float(diff.min())))
+    return (cos, euc, max_abs, max_rel, one, five)
+
+
+def _relative_shares(n: np.ndarray, b: np.ndarray, rel: np.ndarray, mask: np.ndarray,
+                     spare: tuple[np.ndarray, np.ndarray]) -> tuple[Any, Any, Any]:
+    """MaxRelativeErr and the shares of errors below 0.001 and 0.005 of two float32/float16
+    arrays, as :func:`relative_errors` gives them; ``rel``, ``mask`` and the two float64
+    ``spare`` arrays are scratch space of ``n.size`` elements."""
     if n.dtype != np.float32:
         n = n.astype(np.float32)
         b = b.astype(np.float32)
     with np.errstate(divide="ignore", invalid="ignore"):  # a zero in b: redone below
         top = _relative_top(n, b, rel)
-    # only a zero in b (x / 0, 0 / 0) or an overflow makes the largest error inf or NaN:
-    # b is scanned for zeros only then
-    if not isfinite(top) and np.equal(b, 0, out=mask).any():  # relative_errors(n, b), in the free float64 buffers
-        n32, b32 = b64.view(np.float32)[:size], n64.view(np.float32)[:size]
+    # only a zero in b (x / 0, 0 / 0), an overflow, NaN or inf makes the largest error inf
+    # or NaN: b is scanned for zeros only then
+    if not isfinite(top) and np.equal(b, 0, out=mask).any():  # eps where b is zero
+        size = n.size
+        n32, b32 = spare[0].view(np.float32)[:size], spare[1].view(np.float32)[:size]
         np.copyto(n32, n)
         np.add(n32, _EPS32, out=n32, where=mask)
         np.copyto(b32, b)
         np.add(b32, _EPS32, out=b32, where=mask)
-        top = _relative_top(n32, b32, rel)
-    max_rel = _round(top)
-    one = _share_below(rel, top, _ONE_K, mask)
-    five = _share_below(rel, top, _FIVE_K, mask)
-    return (cos, euc, max_abs, max_rel, one, five)
+        with np.errstate(invalid="ignore"):  # inf - inf of inputs the general path takes
+            top = _relative_top(n32, b32, rel)
+    return _round(top), _share_below(rel, top, _ONE_K, mask), _share_below(rel, top, _FIVE_K, mask)
 
 
 def _relative_top(n: np.ndarray, b: np.ndarray, rel: np.ndarray) -> np.float32:
