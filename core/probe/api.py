@@ -80,7 +80,8 @@ __all__ = [
     "Exporter", "FlatDump", "GraphRules", "InputError", "KeyMap", "Mapper", "MatchContext", "MetricMode", "ModeContext",
     "NameNormalizer", "Pair", "PairPlan", "Pairer", "Pairing", "PartialSums", "PluginError", "ProbeError", "Registries",
     "Row", "RowResult", "Summary", "TensorLoader", "TensorMetric",
-    "atomic_write", "csv_rows", "golden_key_lookup", "open_regular", "open_regular_stat", "hookimpl", "judge_records", "parse_number_list", "plan_default",
+    "atomic_write", "csv_rows", "golden_key_lookup", "open_regular", "open_regular_stat", "hookimpl", "judge_records",
+    "parse_number_list", "plan_default",
     "precision_index", "read_json", "read_name_mapping", "read_yaml", "report_cells", "select_plans", "worst",
 ]
 """Names ``from probe.api import *`` gives; the numpy-backed names of :data:`_LAZY` are
