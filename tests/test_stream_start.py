@@ -1,0 +1,143 @@
+"""The start of a streamed compare: what is read ahead, indexed or sent between processes equals
+what the plain, eager read gives, for fixtures and hostile files alike."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import probe.diagnosis.facts as facts
+import probe.streaming as streaming
+from report_snapshots import collect
+
+DATA = Path(__file__).parent / "data"
+STAT = DATA / "graph" / "stat_target"
+GOLDEN = DATA / "graph" / "stat_golden"
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+# --------------------------------------------------------------------------------------
+# construct.json read ahead while the golden dump is indexed
+# --------------------------------------------------------------------------------------
+
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | _TEXT, lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(_TEXT, inner, max_size=3), max_leaves=8)
+_CONSTRUCT = st.one_of(
+    st.dictionaries(_TEXT, st.none() | _TEXT | st.integers(), max_size=20),  # the usual shape, and wrong values
+    _JSON,  # any JSON document
+    st.binary(max_size=40),  # not JSON at all
+    st.none(),  # no construct.json
+)
+
+
+def _put(directory: Path, construct: object) -> Path:
+    """A dump.json path in ``directory`` beside a construct.json holding ``construct``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "construct.json"
+    if path.exists():
+        path.unlink()
+    if isinstance(construct, bytes):
+        path.write_bytes(construct)
+    elif construct is not None:
+        path.write_text(json.dumps(construct))
+    return directory / "dump.json"
+
+
+@SETTINGS
+@given(construct=_CONSTRUCT)
+def test_preloaded_parents_equal_a_fresh_read(tmp_path, construct) -> None:
+    dump = _put(tmp_path / "rank0", construct)
+    fresh = facts.load_parents(dump)
+    facts.preload_parents(dump)
+    assert facts.load_parents(dump) == fresh
+    assert not facts._PRELOADED  # taken once
+
+
+def test_preloaded_parents_are_taken_once_and_only_while_the_file_is_unchanged(tmp_path) -> None:
+    dump = _put(tmp_path / "a", {"Torch.add.0.forward": "Module.m.forward.0"})
+    facts.preload_parents(dump)
+    kept = facts._PRELOADED[dump.parent / "construct.json"][1]
+    assert facts.load_parents(dump) is kept
+    assert facts.load_parents(dump) is not kept  # read again: a builder pops what it takes
+    facts.preload_parents(dump)
+    _put(tmp_path / "a", {"Torch.add.0.forward": "Module.other.forward.0"})  # changed since
+    assert facts.load_parents(dump) == {"Torch.add.0.forward": "Module.other.forward.0"}
+    facts.preload_parents(dump)
+    os.unlink(dump.parent / "construct.json")  # gone since
+    assert facts.load_parents(dump) == {}
+    other = _put(tmp_path / "b", {"x": "y"})
+    facts.preload_parents(dump)
+    facts.preload_parents(other)  # only the latest dump's is kept
+    assert list(facts._PRELOADED) == [other.parent / "construct.json"]
+    assert facts.load_parents(dump) == {}
+    facts.load_parents(other)
+    assert not facts._PRELOADED
+
+
+def test_preload_ignores_what_is_not_a_regular_file(tmp_path) -> None:
+    dump = tmp_path / "r" / "dump.json"
+    (tmp_path / "r" / "construct.json").mkdir(parents=True)
+    facts.preload_parents(dump)
+    assert not facts._PRELOADED
+    assert facts.load_parents(dump) == {}
+    os.mkfifo(tmp_path / "f.json")
+    fifo = tmp_path / "fifo"
+    fifo.mkdir()
+    os.symlink(tmp_path / "f.json", fifo / "construct.json")
+    facts.preload_parents(fifo / "dump.json")  # never opened: a FIFO would block
+    assert facts.load_parents(fifo / "dump.json") == {}
+
+
+def _copy_pair(tmp_path: Path) -> tuple[Path, Path]:
+    target, golden = tmp_path / "target", tmp_path / "golden"
+    shutil.copytree(STAT, target)
+    shutil.copytree(GOLDEN, golden)
+    return target, golden
+
+
+def test_a_streamed_compare_reads_construct_json_ahead_and_uses_it(tmp_path, run_probe, monkeypatch) -> None:
+    target, golden = _copy_pair(tmp_path)
+    read_ahead: list[Path] = []
+    original = facts.preload_parents
+    monkeypatch.setattr(facts, "preload_parents", lambda path: (read_ahead.append(path), original(path))[1])
+    import probe.diagnosis.analyzer as analyzer
+
+    monkeypatch.setattr(analyzer, "preload_parents", facts.preload_parents)
+    runs = {}
+    for run, window in (("whole", "0"), ("streamed", "1")):
+        result = run_probe("compare", "-tp", target / "dump.json", "-gp", golden / "dump.json",
+                           "-o", tmp_path / run, "--format", "csv,json", "--window", window)
+        runs[run] = result.code, collect(tmp_path / run)
+    assert read_ahead == [target / "dump.json"]
+    assert not facts._PRELOADED  # the streamed compare's digest took it
+    assert runs["whole"] == runs["streamed"]
+    assert any("diagnosis" in name for name in runs["streamed"][1])
+
+
+class _Failing:
+    name = "failing"
+
+    def prefetch(self, path: Path) -> None:
+        raise RuntimeError("prefetch failed")
+
+
+def test_a_failing_prefetch_stops_the_golden_child(tmp_path, monkeypatch) -> None:
+    """The forked child indexing the golden dump is stopped when the parent fails during its read-ahead."""
+    import probe.runtime as runtime
+    from probe.model import CompareRequest, PairPlan
+    from probe.plugins import default_host
+
+    target, golden = _copy_pair(tmp_path)
+    cancelled: list[int] = []
+    original = runtime.Task.cancel
+    monkeypatch.setattr(runtime.Task, "cancel", lambda self: (cancelled.append(1), original(self))[1])
+    plan = PairPlan("x", target / "dump.json", golden / "dump.json")
+    with pytest.raises(RuntimeError, match="prefetch failed"):
+        streaming._open(plan, CompareRequest(target, golden), default_host(), [_Failing()])
+    assert cancelled
