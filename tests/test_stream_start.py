@@ -141,3 +141,45 @@ def test_a_failing_prefetch_stops_the_golden_child(tmp_path, monkeypatch) -> Non
     with pytest.raises(RuntimeError, match="prefetch failed"):
         streaming._open(plan, CompareRequest(target, golden), default_host(), [_Failing()])
     assert cancelled
+
+
+# --------------------------------------------------------------------------------------
+# the golden index sent back from the forked child
+# --------------------------------------------------------------------------------------
+
+_NAME = st.text(st.characters(blacklist_categories=("Cs",)), max_size=10)
+
+
+@SETTINGS
+@given(names=st.lists(_NAME, max_size=12))
+def test_a_member_index_pickles_with_its_names_and_offsets(names) -> None:
+    """The names cross as one string when none holds a newline, as a list otherwise: equal either way."""
+    import pickle
+    from array import array
+
+    from probe.memberindex import MemberIndex
+
+    index = MemberIndex(None, list(names), array("q", range(len(names))), len(names) + 1)
+    state = index.__getstate__()
+    assert isinstance(state["names"], str) == (bool(names) and not any("\n" in n for n in names))
+    copy = pickle.loads(pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL))
+    assert copy.names == names and copy.starts == index.starts and copy.end == index.end
+    assert copy.raw is None and index.names is not copy.names
+
+
+def test_the_golden_index_from_the_child_equals_one_made_here(tmp_path) -> None:
+    from probe import runtime
+    from probe.formats.msprobe.reader import MsprobeJsonReader
+
+    if not runtime.allowed():
+        pytest.skip("no second core to fork to")
+    _, golden = _copy_pair(tmp_path)
+    reader = MsprobeJsonReader()
+    here = streaming._indexed_golden(reader, golden / "dump.json")
+    there = runtime.start(streaming._indexed_golden, reader, golden / "dump.json").result()
+    assert there.dump.names == here.dump.names and len(here.dump.names) > 10
+    assert there.dump.index.starts == here.dump.index.starts
+    assert there.dump.index.parse(0, len(here.dump.names)) == here.dump.index.parse(0, len(here.dump.names))
+    assert (there.hashes == here.hashes).all() and (there.order == here.order).all()
+    assert there.numbers == here.numbers and there.nested == here.nested
+    assert there.dump.skipped_entries == here.dump.skipped_entries
