@@ -31,7 +31,7 @@ _JSON = st.recursive(st.none() | st.booleans() | st.integers() | _TEXT, lambda i
 _CONSTRUCT = st.one_of(
     st.dictionaries(_TEXT, st.none() | _TEXT | st.integers(), max_size=20),  # the usual shape, and wrong values
     _JSON,  # any JSON document
-    st.binary(max_size=40),  # not JSON at all
+    st.binary(max_size=40).map(lambda b: b"\xff" + b),  # not JSON at all
     st.none(),  # no construct.json
 )
 
@@ -57,6 +57,20 @@ def test_preloaded_parents_equal_a_fresh_read(tmp_path, construct) -> None:
     facts.preload_parents(dump)
     assert facts.load_parents(dump) == fresh
     assert not facts._PRELOADED  # taken once
+
+
+@SETTINGS
+@given(construct=_CONSTRUCT)
+def test_parents_are_the_text_values_of_construct_json_sharing_equal_strings(tmp_path, construct) -> None:
+    dump = _put(tmp_path / "rank0", construct)
+    parents = facts.load_parents(dump)
+    if isinstance(construct, dict):
+        assert parents == {k: v for k, v in construct.items() if isinstance(v, str)}
+        assert list(parents) == [k for k, v in construct.items() if isinstance(v, str)]  # file order
+        shared: dict[str, str] = {}
+        assert all(shared.setdefault(v, v) is v for v in parents.values())  # one string per module
+    else:
+        assert parents == {}
 
 
 def test_preloaded_parents_are_taken_once_and_only_while_the_file_is_unchanged(tmp_path) -> None:
