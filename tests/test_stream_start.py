@@ -197,3 +197,55 @@ def test_the_golden_index_from_the_child_equals_one_made_here(tmp_path) -> None:
     assert (there.hashes == here.hashes).all() and (there.order == here.order).all()
     assert there.numbers == here.numbers and there.nested == here.nested
     assert there.dump.skipped_entries == here.dump.skipped_entries
+
+
+# --------------------------------------------------------------------------------------
+# hostile files beside the target dump: a streamed compare says what a whole one says
+# --------------------------------------------------------------------------------------
+
+_BESIDE = {
+    "no stack, no construct": (None, None),
+    "stack top level a list": (b"[1, 2]", None),
+    "stack group not a pair": (b'{"0": [["Torch.add.0.forward"]]}', None),
+    "stack lines not a list": (b'{"0": [["Torch.add.0.forward"], 5]}', None),
+    "old stack lines not a list": (b'{"Torch.add.0.forward": "x"}', None),
+    "stack not JSON": (b'{"0": [', None),
+    "stack empty": (b"", None),
+    "stack a directory": ("dir", None),
+    "construct a list": (None, b"[1, 2]"),
+    "construct not JSON": (None, b'{"a": '),
+    "construct wrong values": (None, b'{"Torch.add.0.forward": [1], "x": {"y": "z"}, "z": null}'),
+    "construct a directory": (None, "dir"),
+}
+
+
+def _beside(directory: Path, name: str, content: bytes | str | None) -> None:
+    path = directory / name
+    if path.is_dir():
+        path.rmdir()
+    elif path.exists():
+        path.unlink()
+    if content == "dir":
+        path.mkdir()
+    elif content is not None:
+        path.write_bytes(content)
+
+
+@pytest.mark.parametrize("case", sorted(_BESIDE))
+def test_hostile_files_beside_the_target_give_what_a_whole_compare_gives(case, tmp_path, run_probe) -> None:
+    target, golden = _copy_pair(tmp_path)
+    stack, construct = _BESIDE[case]
+    _beside(target, "stack.json", stack)
+    _beside(target, "construct.json", construct)
+    runs = {}
+    for run, window in (("whole", "0"), ("streamed", "1")):
+        result = run_probe("compare", "-tp", target / "dump.json", "-gp", golden / "dump.json",
+                           "-o", tmp_path / run, "--format", "csv,json", "--window", window)
+        runs[run] = result.code, collect(tmp_path / run), result.err.strip().splitlines()[-1:] if result.code else []
+    assert runs["whole"] == runs["streamed"]
+    code, _, error = runs["streamed"]
+    if stack is not None:  # a bad stack.json is an input error, named in one line
+        assert code == 2 and len(error) == 1 and "stack.json" in error[0], error
+    else:  # a bad construct.json only costs the module labels
+        assert code in (0, 1)
+    assert not facts._PRELOADED
