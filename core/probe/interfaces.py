@@ -33,7 +33,7 @@ OPTIONAL_MEMBERS: dict[str, tuple[str, ...]] = {
     "Pairer": ("option",),
     "MetricMode": ("streams", "render_columns", "csv_columns"),
     "Exporter": ("open_stream",),
-    "Analyzer": ("digest", "digest_stream"),
+    "Analyzer": ("digest", "digest_stream", "prefetch"),
     "GraphRules": ("is_recompute_stack", "partial_sum_outputs"),
 }
 """Members a plugin object may leave out, by protocol name."""
@@ -185,6 +185,9 @@ class Analyzer(Protocol):
     its windows and ``skip`` (the target entry names) for the others, in order; the builder gets
     ``merge(part)`` for those windows in order, and ``add(window)`` when ``merge`` returns
     ``False`` (the part assumed what does not hold). The digest is the same either way.
+    Optional member ``prefetch(dump_file)``: a streamed compare calls it while another process
+    indexes the golden dump, to read ahead what ``digest_stream`` will read beside the target
+    ``dump_file`` (it must give the same digest whether called or not).
     """
 
     name: str

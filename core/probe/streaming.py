@@ -92,7 +92,10 @@ def run_streamed(plan: PairPlan, request: CompareRequest, registries: Registries
         return None
 
 
-def _open(plan: PairPlan, request: CompareRequest, registries: Registries) -> tuple[Any, Any] | None:
+def _open(plan: PairPlan, request: CompareRequest, registries: Registries,
+          analyzers: Sequence[Any] = ()) -> tuple[Any, Any] | None:
+    """Both dumps indexed (the target here, the golden in a forked child); while the child still
+    works, analyzers with a ``prefetch`` method read ahead what they read beside the target dump."""
     readers = (stages.pick_reader(plan.target, registries, plan.reader),
                stages.pick_reader(plan.golden, registries, plan.golden_reader_name))
     if not all(hasattr(r, "stream") for r in readers):
@@ -101,6 +104,10 @@ def _open(plan: PairPlan, request: CompareRequest, registries: Registries) -> tu
     side = runtime.start(_indexed_golden, readers[1], plan.golden)
     try:
         target = readers[0].stream(plan.target, with_stack=True)
+        if target is not None:
+            for analyzer in analyzers:
+                if hasattr(analyzer, "prefetch"):
+                    analyzer.prefetch(plan.target)
     except BaseException:
         side.cancel()
         raise
@@ -124,7 +131,7 @@ def _indexed_golden(reader: Any, path: Any) -> GoldenIndex | None:
 
 def _stream(plan: PairPlan, request: CompareRequest, registries: Registries, analyzers: list[Any],
             exporters: list[Any], window: int, stamp: str, progress: Progress | None) -> JobOutcome | None:
-    opened = _open(plan, request, registries)
+    opened = _open(plan, request, registries, analyzers)
     if opened is None:
         return None
     target, golden_index = opened

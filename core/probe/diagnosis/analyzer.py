@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from probe.diagnosis.facts import RankFacts, RankFactsBuilder, rank_facts
+from probe.diagnosis.facts import RankFacts, RankFactsBuilder, preload_parents, rank_facts
 from probe.diagnosis.rank import diagnose_facts
 from probe.diagnosis.report import DIVERGENT, Diagnosis
 from probe.io import prepare_output_dir, timestamp
@@ -42,6 +42,10 @@ class DiagnosisAnalyzer:
     def digest_stream(self, request: Any, result: Any) -> RankFactsBuilder:
         """:meth:`digest` made a window of whole entries at a time (``add``, then ``finish``)."""
         return RankFactsBuilder(result, once=True)
+
+    def prefetch(self, dump_file: Path) -> None:
+        """Read ahead what :meth:`digest_stream` reads beside ``dump_file`` (construct.json)."""
+        preload_parents(dump_file)
 
     def analyze(self, request: Any, digests: list[RankFacts | None]) -> Analysis:
         facts = [d for d in digests if d is not None]

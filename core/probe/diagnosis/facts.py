@@ -11,6 +11,7 @@ from __future__ import annotations
 import json.decoder
 import math
 import re
+import stat
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -365,10 +366,41 @@ def step_of(path: Path | None) -> int:
 
 
 def load_parents(dump_file: Path | None) -> dict[str, str]:
-    """``{entry: enclosing module call}`` from ``construct.json`` beside the dump (empty if absent or bad)."""
+    """``{entry: enclosing module call}`` from ``construct.json`` beside the dump (empty if absent or bad);
+    the one :func:`preload_parents` read, when the file is still the same."""
     if dump_file is None:
         return {}
     path = Path(dump_file).parent / "construct.json"
+    kept = _PRELOADED.pop(path, None)
+    if kept is not None and kept[0] == _stamp(path):
+        return kept[1]
+    return _read_parents(path)
+
+
+def preload_parents(dump_file: Path) -> None:
+    """Read what :func:`load_parents` gives for ``dump_file`` now, while this process would wait anyway
+    (the next call takes it, once; only the latest dump's is kept)."""
+    path = Path(dump_file).parent / "construct.json"
+    _PRELOADED.clear()
+    stamp = _stamp(path)
+    if stamp is not None:
+        _PRELOADED[path] = stamp, _read_parents(path)
+
+
+_PRELOADED: dict[Path, tuple[tuple[int, int, int], dict[str, str]]] = {}
+"""What :func:`preload_parents` read, by construct.json path, with the file's :func:`_stamp` then."""
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """Identity and version of a regular file (``None`` when it is missing or not one)."""
+    try:
+        info = path.stat()
+    except (OSError, ValueError):
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns) if stat.S_ISREG(info.st_mode) else None
+
+
+def _read_parents(path: Path) -> dict[str, str]:
     try:
         if not path.is_file() or path.stat().st_size > (256 << 20):
             return {}
@@ -377,8 +409,18 @@ def load_parents(dump_file: Path | None) -> dict[str, str]:
         return {}
     if not isinstance(doc, dict):
         return {}
+    # the parsed object itself, kept (a fifth faster than a copy): the entries of modules
+    # without a parent (null) and of values that are not text dropped
     shared: dict[str, str] = {}  # one string per enclosing module, however many entries it holds
-    return {k: shared.setdefault(v, v) for k, v in doc.items() if isinstance(k, str) and isinstance(v, str)}
+    share, dropped = shared.setdefault, []
+    for key, value in doc.items():
+        if value.__class__ is str:
+            doc[key] = share(value, value)  # a key's value replaced: the object does not change size
+        else:
+            dropped.append(key)
+    for key in dropped:
+        del doc[key]
+    return doc
 
 
 def _row_dev(record: RowResult, tensor_mode: bool) -> tuple[float, bool, bool]:

@@ -1,0 +1,251 @@
+"""The start of a streamed compare: what is read ahead, indexed or sent between processes equals
+what the plain, eager read gives, for fixtures and hostile files alike."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import probe.diagnosis.facts as facts
+import probe.streaming as streaming
+from report_snapshots import collect
+
+DATA = Path(__file__).parent / "data"
+STAT = DATA / "graph" / "stat_target"
+GOLDEN = DATA / "graph" / "stat_golden"
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+# --------------------------------------------------------------------------------------
+# construct.json read ahead while the golden dump is indexed
+# --------------------------------------------------------------------------------------
+
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | _TEXT, lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(_TEXT, inner, max_size=3), max_leaves=8)
+_CONSTRUCT = st.one_of(
+    st.dictionaries(_TEXT, st.none() | _TEXT | st.integers(), max_size=20),  # the usual shape, and wrong values
+    _JSON,  # any JSON document
+    st.binary(max_size=40).map(lambda b: b"\xff" + b),  # not JSON at all
+    st.none(),  # no construct.json
+)
+
+
+def _put(directory: Path, construct: object) -> Path:
+    """A dump.json path in ``directory`` beside a construct.json holding ``construct``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "construct.json"
+    if path.exists():
+        path.unlink()
+    if isinstance(construct, bytes):
+        path.write_bytes(construct)
+    elif construct is not None:
+        path.write_text(json.dumps(construct))
+    return directory / "dump.json"
+
+
+@SETTINGS
+@given(construct=_CONSTRUCT)
+def test_preloaded_parents_equal_a_fresh_read(tmp_path, construct) -> None:
+    dump = _put(tmp_path / "rank0", construct)
+    fresh = facts.load_parents(dump)
+    facts.preload_parents(dump)
+    assert facts.load_parents(dump) == fresh
+    assert not facts._PRELOADED  # taken once
+
+
+@SETTINGS
+@given(construct=_CONSTRUCT)
+def test_parents_are_the_text_values_of_construct_json_sharing_equal_strings(tmp_path, construct) -> None:
+    dump = _put(tmp_path / "rank0", construct)
+    parents = facts.load_parents(dump)
+    if isinstance(construct, dict):
+        assert parents == {k: v for k, v in construct.items() if isinstance(v, str)}
+        assert list(parents) == [k for k, v in construct.items() if isinstance(v, str)]  # file order
+        shared: dict[str, str] = {}
+        assert all(shared.setdefault(v, v) is v for v in parents.values())  # one string per module
+    else:
+        assert parents == {}
+
+
+def test_preloaded_parents_are_taken_once_and_only_while_the_file_is_unchanged(tmp_path) -> None:
+    dump = _put(tmp_path / "a", {"Torch.add.0.forward": "Module.m.forward.0"})
+    facts.preload_parents(dump)
+    kept = facts._PRELOADED[dump.parent / "construct.json"][1]
+    assert facts.load_parents(dump) is kept
+    assert facts.load_parents(dump) is not kept  # read again: a builder pops what it takes
+    facts.preload_parents(dump)
+    _put(tmp_path / "a", {"Torch.add.0.forward": "Module.other.forward.0"})  # changed since
+    assert facts.load_parents(dump) == {"Torch.add.0.forward": "Module.other.forward.0"}
+    facts.preload_parents(dump)
+    os.unlink(dump.parent / "construct.json")  # gone since
+    assert facts.load_parents(dump) == {}
+    other = _put(tmp_path / "b", {"x": "y"})
+    facts.preload_parents(dump)
+    facts.preload_parents(other)  # only the latest dump's is kept
+    assert list(facts._PRELOADED) == [other.parent / "construct.json"]
+    assert facts.load_parents(dump) == {}
+    facts.load_parents(other)
+    assert not facts._PRELOADED
+
+
+def test_preload_ignores_what_is_not_a_regular_file(tmp_path) -> None:
+    dump = tmp_path / "r" / "dump.json"
+    (tmp_path / "r" / "construct.json").mkdir(parents=True)
+    facts.preload_parents(dump)
+    assert not facts._PRELOADED
+    assert facts.load_parents(dump) == {}
+    os.mkfifo(tmp_path / "f.json")
+    fifo = tmp_path / "fifo"
+    fifo.mkdir()
+    os.symlink(tmp_path / "f.json", fifo / "construct.json")
+    facts.preload_parents(fifo / "dump.json")  # never opened: a FIFO would block
+    assert facts.load_parents(fifo / "dump.json") == {}
+
+
+def _copy_pair(tmp_path: Path) -> tuple[Path, Path]:
+    target, golden = tmp_path / "target", tmp_path / "golden"
+    shutil.copytree(STAT, target)
+    shutil.copytree(GOLDEN, golden)
+    return target, golden
+
+
+def test_a_streamed_compare_reads_construct_json_ahead_and_uses_it(tmp_path, run_probe, monkeypatch) -> None:
+    target, golden = _copy_pair(tmp_path)
+    read_ahead: list[Path] = []
+    original = facts.preload_parents
+    monkeypatch.setattr(facts, "preload_parents", lambda path: (read_ahead.append(path), original(path))[1])
+    import probe.diagnosis.analyzer as analyzer
+
+    monkeypatch.setattr(analyzer, "preload_parents", facts.preload_parents)
+    runs = {}
+    for run, window in (("whole", "0"), ("streamed", "1")):
+        result = run_probe("compare", "-tp", target / "dump.json", "-gp", golden / "dump.json",
+                           "-o", tmp_path / run, "--format", "csv,json", "--window", window)
+        runs[run] = result.code, collect(tmp_path / run)
+    assert read_ahead == [target / "dump.json"]
+    assert not facts._PRELOADED  # the streamed compare's digest took it
+    assert runs["whole"] == runs["streamed"]
+    assert any("diagnosis" in name for name in runs["streamed"][1])
+
+
+class _Failing:
+    name = "failing"
+
+    def prefetch(self, path: Path) -> None:
+        raise RuntimeError("prefetch failed")
+
+
+def test_a_failing_prefetch_stops_the_golden_child(tmp_path, monkeypatch) -> None:
+    """The forked child indexing the golden dump is stopped when the parent fails during its read-ahead."""
+    import probe.runtime as runtime
+    from probe.model import CompareRequest, PairPlan
+    from probe.plugins import default_host
+
+    target, golden = _copy_pair(tmp_path)
+    cancelled: list[int] = []
+    original = runtime.Task.cancel
+    monkeypatch.setattr(runtime.Task, "cancel", lambda self: (cancelled.append(1), original(self))[1])
+    plan = PairPlan("x", target / "dump.json", golden / "dump.json")
+    with pytest.raises(RuntimeError, match="prefetch failed"):
+        streaming._open(plan, CompareRequest(target, golden), default_host(), [_Failing()])
+    assert cancelled
+
+
+# --------------------------------------------------------------------------------------
+# the golden index sent back from the forked child
+# --------------------------------------------------------------------------------------
+
+_NAME = st.text(st.characters(blacklist_categories=("Cs",)), max_size=10)
+
+
+@SETTINGS
+@given(names=st.lists(_NAME, max_size=12))
+def test_a_member_index_pickles_with_its_names_and_offsets(names) -> None:
+    """The names cross as one string when none holds a newline, as a list otherwise: equal either way."""
+    import pickle
+    from array import array
+
+    from probe.memberindex import MemberIndex
+
+    index = MemberIndex(None, list(names), array("q", range(len(names))), len(names) + 1)
+    state = index.__getstate__()
+    assert isinstance(state["names"], str) == (bool(names) and not any("\n" in n for n in names))
+    copy = pickle.loads(pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL))
+    assert copy.names == names and copy.starts == index.starts and copy.end == index.end
+    assert copy.raw is None and index.names is not copy.names
+
+
+def test_the_golden_index_from_the_child_equals_one_made_here(tmp_path) -> None:
+    from probe import runtime
+    from probe.formats.msprobe.reader import MsprobeJsonReader
+
+    if not runtime.allowed():
+        pytest.skip("no second core to fork to")
+    _, golden = _copy_pair(tmp_path)
+    reader = MsprobeJsonReader()
+    here = streaming._indexed_golden(reader, golden / "dump.json")
+    there = runtime.start(streaming._indexed_golden, reader, golden / "dump.json").result()
+    assert there.dump.names == here.dump.names and len(here.dump.names) > 10
+    assert there.dump.index.starts == here.dump.index.starts
+    assert there.dump.index.parse(0, len(here.dump.names)) == here.dump.index.parse(0, len(here.dump.names))
+    assert (there.hashes == here.hashes).all() and (there.order == here.order).all()
+    assert there.numbers == here.numbers and there.nested == here.nested
+    assert there.dump.skipped_entries == here.dump.skipped_entries
+
+
+# --------------------------------------------------------------------------------------
+# hostile files beside the target dump: a streamed compare says what a whole one says
+# --------------------------------------------------------------------------------------
+
+_BESIDE = {
+    "no stack, no construct": (None, None),
+    "stack top level a list": (b"[1, 2]", None),
+    "stack group not a pair": (b'{"0": [["Torch.add.0.forward"]]}', None),
+    "stack lines not a list": (b'{"0": [["Torch.add.0.forward"], 5]}', None),
+    "old stack lines not a list": (b'{"Torch.add.0.forward": "x"}', None),
+    "stack not JSON": (b'{"0": [', None),
+    "stack empty": (b"", None),
+    "stack a directory": ("dir", None),
+    "construct a list": (None, b"[1, 2]"),
+    "construct not JSON": (None, b'{"a": '),
+    "construct wrong values": (None, b'{"Torch.add.0.forward": [1], "x": {"y": "z"}, "z": null}'),
+    "construct a directory": (None, "dir"),
+}
+
+
+def _beside(directory: Path, name: str, content: bytes | str | None) -> None:
+    path = directory / name
+    if path.is_dir():
+        path.rmdir()
+    elif path.exists():
+        path.unlink()
+    if content == "dir":
+        path.mkdir()
+    elif content is not None:
+        path.write_bytes(content)
+
+
+@pytest.mark.parametrize("case", sorted(_BESIDE))
+def test_hostile_files_beside_the_target_give_what_a_whole_compare_gives(case, tmp_path, run_probe) -> None:
+    target, golden = _copy_pair(tmp_path)
+    stack, construct = _BESIDE[case]
+    _beside(target, "stack.json", stack)
+    _beside(target, "construct.json", construct)
+    runs = {}
+    for run, window in (("whole", "0"), ("streamed", "1")):
+        result = run_probe("compare", "-tp", target / "dump.json", "-gp", golden / "dump.json",
+                           "-o", tmp_path / run, "--format", "csv,json", "--window", window)
+        runs[run] = result.code, collect(tmp_path / run), result.err.strip().splitlines()[-1:] if result.code else []
+    assert runs["whole"] == runs["streamed"]
+    code, _, error = runs["streamed"]
+    if stack is not None:  # a bad stack.json is an input error, named in one line
+        assert code == 2 and len(error) == 1 and "stack.json" in error[0], error
+    else:  # a bad construct.json only costs the module labels
+        assert code in (0, 1)
+    assert not facts._PRELOADED
