@@ -473,7 +473,7 @@ def _facts_values(entry: str, order: int, records: Iterable[RowResult], tensor_m
         ts = t.stats
         gs = g.stats
         if not tensor or not g_tensor:
-            if g_tensor != tensor or list(map(str, ts)) != list(map(str, gs)):
+            if g_tensor != tensor or ts is not gs and list(map(str, ts)) != list(map(str, gs)):  # shared: equal scalars
                 exact = False
                 if t.state != "output" and not argument and not benign_argument(ts[0], gs[0]):
                     argument = f"{t.name} is {_short(ts[0])} instead of {_short(gs[0])}"
@@ -538,8 +538,11 @@ def _facts_values(entry: str, order: int, records: Iterable[RowResult], tensor_m
                     dev, t_bad, g_bad = stats_deviation(ts, gs)
                     nan = t_bad and not g_bad
         elif md5:
-            dev, nan = (0.0 if t.md5 == g.md5 else math.inf), False
-            exact = exact and dev == 0.0
+            nan = False
+            if t.md5 == g.md5:
+                dev = 0.0
+            else:
+                dev, exact = _INF, False
         else:
             exact = False
             dev, t_bad, g_bad = _row_dev(record, tensor_mode)
