@@ -167,3 +167,34 @@ def _runs(records: list[RowResult]) -> list[str]:
         if not runs or runs[-1] != r.pair.target.entry:
             runs.append(r.pair.target.entry)
     return runs
+
+
+class _ByEntry:
+    """Md5Mode judged entry by entry, as modes without ``judges_rows`` are."""
+
+    def __init__(self) -> None:
+        self.mode = Md5Mode()
+
+    def judge(self, group: list[RowResult]) -> None:
+        self.mode.judge(group)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_ENTRY_NAMES), st.integers(1, 3), _CHECKSUM, st.booleans()), max_size=10),
+       st.one_of(st.none(), st.dictionaries(st.sampled_from(_ENTRY_NAMES), st.lists(st.text(max_size=3), max_size=2))))
+def test_judging_rows_at_once_equals_judging_each_entry(entries: list[tuple], stack: dict | None) -> None:
+    """A mode that judges rows on their own gets every entry in one call: verdicts, messages and
+    the stack text of each entry's first row are those of a call per entry."""
+    from probe.judge import judge_records
+
+    def records() -> list[RowResult]:
+        pairs = [Pair(_row(f"{entry}.input.{i}", entry, "abcd"), _row(f"{entry}.input.{i}", entry, golden)
+                      if matched else None)
+                 for entry, rows, golden, matched in entries for i in range(rows)]
+        return Md5Mode().compute(pairs, type("Context", (), {"progress": None})())
+
+    at_once, by_entry = records(), records()
+    judge_records(Md5Mode(), at_once, stack)
+    judge_records(_ByEntry(), by_entry, stack)
+    assert [(r.verdict, r.messages, r.notes, r.extra_value("stack")) for r in at_once] == [
+        (r.verdict, r.messages, r.notes, r.extra_value("stack")) for r in by_entry]

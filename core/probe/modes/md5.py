@@ -25,6 +25,8 @@ class Md5Mode:
     name = "md5"
     streams = True
     """Rows are computed and judged per entry: large dumps may be compared a window at a time."""
+    judges_rows = True
+    """Each row is judged on its own: :meth:`judge` takes the rows of many entries at once."""
 
     def accepts(self, target: FlatDump, golden: FlatDump) -> bool:
         return target.info.task == "statistics" and target.has_md5
