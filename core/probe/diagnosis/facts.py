@@ -337,12 +337,22 @@ def _op_of(entry: str, kind: str) -> str:
     if kind == "api":  # ".".join(entry.split(".")[:2])
         second = entry.find(".", entry.find(".") + 1) if "." in entry else -1
         return entry if second < 0 else entry[:second]
+    head, _, last = entry.rpartition(".")
+    if last.isdigit():  # the usual call, ``Module.<path>.<Class>.forward.<n>``: no split needed
+        path, dot, marker = head.rpartition(".")
+        if dot and marker in _MARKERS and "forward" not in path and "backward" not in path \
+                and "parameters_grad" not in path:  # the marker's only (so first) component
+            first, dot, _ = path.partition(".")
+            return f"{first}.{path.rpartition('.')[2]}" if dot else first
     parts = entry.split(".")
     for marker in ("forward", "backward", "parameters_grad"):
         if marker in parts:
             i = parts.index(marker)
             return f"{parts[0]}.{parts[i - 1]}" if i >= 2 else parts[0]
     return parts[0]
+
+
+_MARKERS = frozenset({"forward", "backward", "parameters_grad"})
 
 
 def _kind(entry: str) -> str:
