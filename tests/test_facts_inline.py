@@ -220,3 +220,26 @@ def test_one_row_deviation_equals_stats_deviation(t: tuple, g: tuple) -> None:
     except OverflowError:
         return
     assert repr(facts.in_dev) == repr(dev) and facts.nan_in == (t_bad and not g_bad)
+
+
+def _plain_op_of(entry: str, kind: str) -> str:
+    """op_of as it was: the entry split at every dot."""
+    parts = entry.split(".")
+    if kind == "api":
+        return ".".join(parts[:2])
+    for marker in ("forward", "backward", "parameters_grad"):
+        if marker in parts:
+            i = parts.index(marker)
+            return f"{parts[0]}.{parts[i - 1]}" if i >= 2 else parts[0]
+    return parts[0]
+
+
+_PART = st.sampled_from(["Module", "Cell", "layers", "0", "12", "mlp", "SwiGLU", "forward", "backward",
+                         "parameters_grad", "forwardx", "xbackward", "", "weight", "Linear"])
+
+
+@settings(max_examples=1500, deadline=None)
+@given(parts=st.lists(_PART, min_size=1, max_size=8), kind=st.sampled_from(["module", "parameters_grad", "api"]))
+def test_op_of_equals_splitting_the_name(parts: list[str], kind: str) -> None:
+    entry = ".".join(parts)
+    assert op_of(entry, kind) == _plain_op_of(entry, kind)

@@ -122,7 +122,9 @@ class MetricMode(Protocol):
     ``render_columns(records, with_stack) -> [column, ...]``, the report of ``records`` as one
     list per column, equal to ``render`` row by row (exporters then write whole columns);
     ``csv_columns(records, with_stack, inf_text) -> [column, ...]``, the same with some columns
-    already written as CSV text (one column of joined fields), which the CSV exporter prefers.
+    already written as CSV text (one column of joined fields), which the CSV exporter prefers;
+    ``judges_rows = True`` when ``judge`` reads each row on its own, so that it may take the rows
+    of many entries in one call.
     """
 
     name: str

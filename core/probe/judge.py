@@ -15,7 +15,7 @@ from typing import Any
 
 from probe.highlight import apply_highlight
 from probe.model import ERROR, NA, PASS, VERDICT_RANK, WARNING
-from probe.result import UNMATCHED, CompareResult, RowResult
+from probe.result import UNMATCHED, CompareResult, RowResult, extra_values
 
 PRECISION = {PASS: 0.0, WARNING: 0.5, ERROR: 1.0}
 """A verdict as the graph's ``precision_index`` colour scale."""
@@ -28,9 +28,10 @@ def judge_records(mode: Any, records: Sequence[RowResult], stack: dict[str, list
     Rows of one entry are consecutive (target order). With stack info, the first row of
     each entry carries ``str(lines)`` of its stack (``N/A`` when the entry has none).
     """
+    by_row = getattr(mode, "judges_rows", False)  # rules that read one row at a time: every entry in one call
     stack_text: dict[int, str] = {}  # entries of one stack group share the same list
-    for entry, group_iter in groupby(records, key=_ENTRY):
-        group = list(group_iter)
+    for entry, group_iter in groupby(records, key=_ENTRY) if stack is not None or not by_row else ():
+        group = None if by_row else list(group_iter)
         if stack is not None:
             lines = stack.get(entry)
             if lines is None:
@@ -39,8 +40,11 @@ def judge_records(mode: Any, records: Sequence[RowResult], stack: dict[str, list
                 text = stack_text.get(id(lines))
                 if text is None:
                     text = stack_text[id(lines)] = str(lines)
-            group[0].extra["stack"] = text
-        mode.judge(group)
+            (next(group_iter) if group is None else group[0]).extra["stack"] = text
+        if group is not None:
+            mode.judge(group)
+    if by_row:
+        mode.judge(list(records))
 
 
 def judge_result(result: CompareResult, highlight: bool = False) -> CompareResult:
@@ -48,7 +52,7 @@ def judge_result(result: CompareResult, highlight: bool = False) -> CompareResul
     judge_records(result.mode, result.records, result.stack)
     if highlight:
         apply_highlight(result)
-    result.problems.extend(r.extra["problem"] for r in result.records if r.extra_value("problem") is not None)
+    result.problems.extend(p for p in extra_values(result.records, "problem") if p is not None)
     return result
 
 

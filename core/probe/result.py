@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +33,10 @@ class RowResult:
     @property
     def messages(self) -> list[str]:
         """Rule messages, in the order the rules fired."""
-        if self._messages is None:
-            self._messages = []
-        return self._messages
+        messages = self._messages
+        if messages.__class__ is not list:  # none yet, or the one message of a rule hit, shared (a tuple)
+            messages = self._messages = [] if messages is None else list(messages)
+        return messages
 
     @messages.setter
     def messages(self, value: list[str]) -> None:
@@ -103,11 +106,57 @@ class RowResult:
 
     def raise_to(self, verdict: str, message: str) -> None:
         """Record a rule hit: raise the verdict (never lower it) and append the message."""
-        if self.verdict == UNMATCHED:
-            self.verdict = PASS
-        if VERDICT_RANK[verdict] > VERDICT_RANK[self.verdict]:
-            self.verdict = verdict
-        self.messages.append(message)
+        current = self.verdict
+        if current == UNMATCHED:
+            current = PASS
+        self.verdict = verdict if VERDICT_RANK[verdict] > VERDICT_RANK[current] else current
+        messages = self._messages
+        if messages is None:  # the first hit (every failing row's): one tuple per message text, shared
+            self._messages = (_ONE.get(message) or _one(message)) if message.__class__ is str else [message]
+        elif messages.__class__ is list:
+            messages.append(message)
+        else:
+            self._messages = [*messages, message]
+
+
+_MESSAGES, _NOTES, _EXTRA = attrgetter("_messages"), attrgetter("_notes"), attrgetter("_extra")
+
+
+_ONE: dict[str, tuple[str]] = {}
+
+
+def _one(message: str) -> tuple[str]:
+    """``(message,)``, one tuple per message text (up to 4096 of them)."""
+    single = (message,)
+    if len(_ONE) < 4096:
+        _ONE[message] = single
+    return single
+
+
+_SHARED = frozenset({type(None), tuple})
+
+
+def text_keys(records: Sequence[RowResult]) -> list[tuple[str, ...] | None]:
+    """``(*messages, *notes)`` of every record, ``None`` (or an empty tuple) for one that has neither
+    (read without making the lists of the records that have none)."""
+    messages = list(map(_MESSAGES, records))
+    notes = list(map(_NOTES, records))
+    if not any(notes) and set(map(type, messages)) <= _SHARED:  # rule hits alone, as raise_to keeps them
+        return messages
+    keys: list[tuple[str, ...] | None] = [None] * len(messages)
+    for i, (said, noted) in enumerate(zip(messages, notes)):
+        if said or noted:
+            keys[i] = (*said, *noted) if said and noted else tuple(said or noted)
+    return keys
+
+
+def extra_values(records: Sequence[RowResult], key: str, default: Any = None) -> list[Any]:
+    """:meth:`RowResult.extra_value` of every record (no call for those without extra values)."""
+    extras = list(map(_EXTRA, records))
+    column = [default] * len(extras)
+    for i in compress(range(len(extras)), extras):
+        column[i] = extras[i].get(key, default)
+    return column
 
 
 @dataclass

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import groupby
 from pathlib import Path
 from typing import Any
@@ -90,7 +90,7 @@ class _CollectiveStream:
         self.stack = result.stack or {}
 
     def add(self, window: CompareResult) -> None:
-        self._extend(build_nodes(window, keep=_shares_output, judge=False), _entry_count(window))  # -da not read
+        self._extend(*_window_nodes(window))
 
     def _extend(self, nodes: list[Node], entries: int) -> None:
         for node in nodes:
@@ -103,7 +103,8 @@ class _CollectiveStream:
 
     def part(self, window: CompareResult) -> CollectivePart:
         """The window's shared-output collective nodes (``index`` counted in the window) and its entry count."""
-        return portable(build_nodes(window, keep=_shares_output, judge=False)), _entry_count(window)
+        nodes, entries = _window_nodes(window)
+        return portable(nodes), entries
 
     def merge(self, part: CollectivePart) -> bool:
         """Add a window's :meth:`part` (windows in order)."""
@@ -120,8 +121,24 @@ CollectivePart = tuple[list[PortableNode], int]
 window) and its entry count."""
 
 
-def _entry_count(window: CompareResult) -> int:
-    return sum(1 for _ in groupby(window.records, key=ENTRY_OF))
+def _window_nodes(window: CompareResult) -> tuple[list[Node], int]:
+    """The window's shared-output collective nodes (``-da`` not judged: not read) and its entry count,
+    as ``build_nodes(window, keep=_shares_output)`` gives them; only those entries' rows are built into nodes."""
+    positions: list[int] = []
+    kept: list[Any] = []
+    count = 0
+    for count, (entry, group) in enumerate(groupby(window.records, key=ENTRY_OF), 1):
+        if entry.startswith(COMM_PREFIXES) and _shares_output(entry):
+            positions.append(count - 1)
+            kept.extend(group)
+    if not positions:
+        return [], count
+    nodes = build_nodes(replace(window, records=kept), keep=_shares_output, judge=False)
+    if len(nodes) != len(positions):  # entries that ran together once the others were left out
+        return build_nodes(window, keep=_shares_output, judge=False), count
+    for node, index in zip(nodes, positions):
+        node.index = index
+    return nodes, count
 
 
 def _shares_output(entry: str) -> bool:

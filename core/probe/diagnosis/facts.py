@@ -338,12 +338,22 @@ def _op_of(entry: str, kind: str) -> str:
     if kind == "api":  # ".".join(entry.split(".")[:2])
         second = entry.find(".", entry.find(".") + 1) if "." in entry else -1
         return entry if second < 0 else entry[:second]
+    head, _, last = entry.rpartition(".")
+    if last.isdigit():  # the usual call, ``Module.<path>.<Class>.forward.<n>``: no split needed
+        path, dot, marker = head.rpartition(".")
+        if dot and marker in _MARKERS and "forward" not in path and "backward" not in path \
+                and "parameters_grad" not in path:  # the marker's only (so first) component
+            first, dot, _ = path.partition(".")
+            return f"{first}.{path.rpartition('.')[2]}" if dot else first
     parts = entry.split(".")
     for marker in ("forward", "backward", "parameters_grad"):
         if marker in parts:
             i = parts.index(marker)
             return f"{parts[0]}.{parts[i - 1]}" if i >= 2 else parts[0]
     return parts[0]
+
+
+_MARKERS = frozenset({"forward", "backward", "parameters_grad"})
 
 
 def _kind(entry: str) -> str:
@@ -515,7 +525,7 @@ def _facts_values(entry: str, order: int, records: Iterable[RowResult], tensor_m
         ts = t.stats
         gs = g.stats
         if not tensor or not g_tensor:
-            if g_tensor != tensor or list(map(str, ts)) != list(map(str, gs)):
+            if g_tensor != tensor or ts is not gs and list(map(str, ts)) != list(map(str, gs)):  # shared: equal scalars
                 exact = False
                 if t.state != "output" and not argument and not benign_argument(ts[0], gs[0]):
                     argument = f"{t.name} is {_short(ts[0])} instead of {_short(gs[0])}"
@@ -580,8 +590,11 @@ def _facts_values(entry: str, order: int, records: Iterable[RowResult], tensor_m
                     dev, t_bad, g_bad = stats_deviation(ts, gs)
                     nan = t_bad and not g_bad
         elif md5:
-            dev, nan = (0.0 if t.md5 == g.md5 else math.inf), False
-            exact = exact and dev == 0.0
+            nan = False
+            if t.md5 == g.md5:
+                dev = 0.0
+            else:
+                dev, exact = _INF, False
         else:
             exact = False
             dev, t_bad, g_bad = _row_dev(record, tensor_mode)

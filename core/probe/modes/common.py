@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from itertools import compress
+from itertools import compress, repeat
 from operator import attrgetter, eq, not_
 from typing import Any
 
 from probe.formats.msprobe.dtypes import canonical_dtype
 from probe.formats.msprobe.names import NON_TENSOR_DTYPES
 from probe.model import NA, Row
-from probe.result import RowResult
+from probe.result import RowResult, extra_values, text_keys
 
 COMMON_COLUMNS = [
     "NPU Name",
@@ -51,8 +51,8 @@ MSG_DTYPE = "error: The dtype of NPU and Bench are inconsistent."
 MSG_SHAPE = "error: The shape of NPU and Bench are inconsistent."
 MSG_UNMATCHED = "No bench data matched."
 _NA4 = (NA,) * 4
+_TARGET, _GOLDEN, _VERDICT = attrgetter("pair.target"), attrgetter("pair.golden"), attrgetter("verdict")
 _INF = math.inf
-_HAS_TEXT = attrgetter("has_text")
 
 
 def display_stat(value: Any) -> Any:
@@ -110,16 +110,9 @@ def err_message(row: RowResult) -> str:
 
 def err_message_column(records: Sequence[RowResult]) -> list[str]:
     """:func:`err_message` of every record (each distinct list of texts encoded once)."""
-    column = ["[]"] * len(records)
-    texts: dict[tuple[str, ...], str] = {}
-    for i in compress(range(len(records)), map(_HAS_TEXT, records)):
-        row = records[i]
-        key = (*row.messages, *row.notes)
-        text = texts.get(key)
-        if text is None:
-            text = texts[key] = json.dumps(list(key), ensure_ascii=False)
-        column[i] = text
-    return column
+    keys = text_keys(records)
+    texts = {key: json.dumps(list(key), ensure_ascii=False) for key in set(keys) if key}
+    return list(map(texts.get, keys, repeat("[]")))
 
 
 def stack_cell(row: RowResult, stack: dict[str, list[str]] | None, first_of_entry: bool) -> Any:
@@ -214,7 +207,7 @@ def same_dtype(target: str, golden: str) -> bool:
 
 def common_columns(records: Sequence[RowResult]) -> list[list[Any]]:
     """:func:`common_cells` of every record, as eight columns."""
-    return side_columns([r.pair.target for r in records], [r.pair.golden for r in records])
+    return side_columns(list(map(_TARGET, records)), list(map(_GOLDEN, records)))
 
 
 def side_columns(targets: Sequence[Row], goldens: Sequence[Row | None]) -> list[list[Any]]:
@@ -257,9 +250,9 @@ def tail_columns(records: Sequence[RowResult], with_stack: bool,
         if not all(consistent):
             for i in compress(range(len(consistent)), map(not_, consistent)):
                 consistent[i] = requires_grad_consistent(records[i])
-    columns = [consistent, [r.verdict for r in records], err_message_column(records)]
+    columns = [consistent, list(map(_VERDICT, records)), err_message_column(records)]
     if with_stack:
-        columns.append([r.extra_value("stack", NA) for r in records])
+        columns.append(extra_values(records, "stack", NA))
     return columns
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from probe.model import ERROR, NA, WARNING, FlatDump, ModeContext, Pair
@@ -14,6 +15,8 @@ METRIC_COLUMNS = ["NPU MD5", "BENCH MD5"]
 MSG_PARAMETER = "warning: The parameter of NPU does not match the bench."
 MSG_CRC = "error: The CRC-32 value of NPU differs from that of the bench."
 _MISSING = (NA, "Nan", "", None)
+_METRICS, _FIRST, _SECOND = attrgetter("metrics"), itemgetter(0), itemgetter(1)
+_MISSING_TEXTS = frozenset(value for value in _MISSING if value is not None)
 
 
 class Md5Mode:
@@ -22,6 +25,8 @@ class Md5Mode:
     name = "md5"
     streams = True
     """Rows are computed and judged per entry: large dumps may be compared a window at a time."""
+    judges_rows = True
+    """Each row is judged on its own: :meth:`judge` takes the rows of many entries at once."""
 
     def accepts(self, target: FlatDump, golden: FlatDump) -> bool:
         return target.info.task == "statistics" and target.has_md5
@@ -48,12 +53,15 @@ class Md5Mode:
 
     def judge(self, group: list[RowResult]) -> None:
         for r in group:
+            npu, bench = r.metrics
             if r.pair.golden is None:
                 r.notes.append(common.MSG_UNMATCHED)
-                continue
-            npu, bench = r.metrics
-            if npu != bench:
-                if npu in _MISSING or bench in _MISSING:
+            elif npu != bench:
+                if npu.__class__ is str and bench.__class__ is str:  # checksums (texts): one hash look-up each
+                    missing = npu in _MISSING_TEXTS or bench in _MISSING_TEXTS
+                else:
+                    missing = npu in _MISSING or bench in _MISSING
+                if missing:
                     r.raise_to(WARNING, MSG_PARAMETER)
                 else:
                     r.raise_to(ERROR, MSG_CRC)
@@ -64,8 +72,8 @@ class Md5Mode:
     def render_columns(self, records: Sequence[RowResult], with_stack: bool) -> list[list[Any]]:
         """The report as columns (what :meth:`render` gives row by row)."""
         columns = common.common_columns(records)
-        metrics = [r.metrics for r in records]
-        columns.append([m[0] for m in metrics])
-        columns.append([m[1] for m in metrics])
+        metrics = list(map(_METRICS, records))
+        columns.append(list(map(_FIRST, metrics)))
+        columns.append(list(map(_SECOND, metrics)))
         columns.extend(common.tail_columns(records, with_stack, (columns[6], columns[7])))
         return columns

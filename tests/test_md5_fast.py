@@ -1,0 +1,200 @@
+"""md5 mode's fast paths equal the plain rules: the checksum judge, rule hits kept as shared
+tuples until a caller reads the messages, the Err_message and extra-value columns, and the
+collective digest's window nodes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from probe.analysis.analyzers import _CollectiveStream, _shares_output, _window_nodes
+from probe.analysis.nodes import build_nodes
+from probe.model import ERROR, NA, PASS, VERDICT_RANK, WARNING, Pair, Row
+from probe.modes import common
+from probe.modes.md5 import MSG_CRC, MSG_PARAMETER, Md5Mode
+from probe.result import UNMATCHED, CompareResult, RowResult, extra_values, text_keys
+
+_CHECKSUM = st.one_of(st.none(), st.sampled_from(["", "N/A", "Nan", "abcd1234", "00000000", "ABCD1234"]),
+                      st.integers(0, 2), st.just(["a", "b"]), st.floats(allow_nan=True))
+_MESSAGE = st.sampled_from([MSG_CRC, MSG_PARAMETER, "error: x", "warning: y, \"quoted\"", "=1+1"])
+_VERDICT = st.sampled_from([PASS, WARNING, ERROR])
+
+
+def _row(name: str, entry: str, md5: Any = None) -> Row:
+    return Row(name, entry, "input", "torch.float32", "[2]", (1.0, 0.0, 0.5, 2.0), "True", md5, "-1")
+
+
+def _plain_raise_to(row: dict[str, Any], verdict: str, message: str) -> None:
+    """RowResult.raise_to as it was: a plain list of messages, the verdict raised by rank."""
+    if row["verdict"] == UNMATCHED:
+        row["verdict"] = PASS
+    if VERDICT_RANK[verdict] > VERDICT_RANK[row["verdict"]]:
+        row["verdict"] = verdict
+    row["messages"].append(message)
+
+
+def _plain_md5_judge(rows: list[dict[str, Any]]) -> None:
+    """Md5Mode.judge as it was, on plain records."""
+    for r in rows:
+        if not r["matched"]:
+            r["notes"].append(common.MSG_UNMATCHED)
+            continue
+        npu, bench = r["metrics"]
+        if npu != bench:
+            if npu in (NA, "Nan", "", None) or bench in (NA, "Nan", "", None):
+                _plain_raise_to(r, WARNING, MSG_PARAMETER)
+            else:
+                _plain_raise_to(r, ERROR, MSG_CRC)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_CHECKSUM, st.booleans(), _CHECKSUM), max_size=8))
+def test_md5_judge_equals_the_plain_rules(cases: list[tuple[Any, bool, Any]]) -> None:
+    entry = "Functional.f.0.forward"
+    pairs = [Pair(_row(f"{entry}.input.{i}", entry, t), _row(f"{entry}.input.{i}", entry, g) if matched else None)
+             for i, (t, matched, g) in enumerate(cases)]
+    mode = Md5Mode()
+    records = mode.compute(pairs, type("Context", (), {"progress": None})())
+    plain = [{"matched": r.matched, "metrics": r.metrics, "verdict": r.verdict, "messages": [], "notes": []}
+             for r in records]
+    mode.judge(records)
+    _plain_md5_judge(plain)
+    assert [(r.verdict, r.messages, r.notes) for r in records] == [(p["verdict"], p["messages"], p["notes"])
+                                                                     for p in plain]
+    assert common.err_message_column(records) == [json.dumps(p["messages"] + p["notes"]) if p["messages"] or p["notes"]
+                                                  else "[]" for p in plain]
+
+
+_STEP = st.one_of(
+    st.tuples(st.just("raise"), _VERDICT, _MESSAGE),
+    st.tuples(st.just("append"), _MESSAGE),
+    st.tuples(st.just("note"), _MESSAGE),
+    st.tuples(st.just("read"), st.sampled_from(["messages", "notes", "extra"])),
+    st.tuples(st.just("set"), st.lists(_MESSAGE, max_size=2)),
+    st.tuples(st.just("extra"), st.sampled_from(["stack", "problem"]), st.integers(0, 3)),
+)
+
+
+def _apply(row: RowResult, plain: dict[str, Any], step: tuple) -> None:
+    kind = step[0]
+    if kind == "raise":
+        row.raise_to(step[1], step[2])
+        _plain_raise_to(plain, step[1], step[2])
+    elif kind == "append":
+        row.messages.append(step[1])
+        plain["messages"].append(step[1])
+    elif kind == "note":
+        row.notes.append(step[1])
+        plain["notes"].append(step[1])
+    elif kind == "read":
+        getattr(row, step[1])
+    elif kind == "set":
+        row.messages = list(step[1])
+        plain["messages"] = list(step[1])
+    else:
+        row.extra[step[1]] = step[2]
+        plain["extra"][step[1]] = step[2]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.lists(_STEP, max_size=5)), max_size=6))
+def test_rule_hits_and_columns_equal_plain_lists(rows: list[tuple[bool, list[tuple]]]) -> None:
+    """Whatever a caller does with a row (rule hits, reading or changing its lists), its messages,
+    notes and verdict are those of plain lists, and the column helpers read every row as it reads."""
+    records, plains = [], []
+    for i, (matched, steps) in enumerate(rows):
+        entry = f"Functional.f.{i}.forward"
+        row = _row(entry + ".input.0", entry, "abcd")
+        record = RowResult(Pair(row, row if matched else None), ("abcd", "abcd"))
+        plain = {"verdict": record.verdict, "messages": [], "notes": [], "extra": {}}
+        for step in steps:
+            _apply(record, plain, step)
+        records.append(record)
+        plains.append(plain)
+    keys = text_keys(records)
+    column = common.err_message_column(records)  # read before the rows' lists are made by the checks below
+    for record, plain, key, text in zip(records, plains, keys, column):
+        expected = plain["messages"] + plain["notes"]
+        assert (key or ()) == tuple(expected)
+        assert text == (json.dumps(expected) if expected else "[]")
+        assert text == common.err_message(record)
+        assert record.has_text == bool(expected)
+        assert (record.verdict, record.messages, record.notes) == (plain["verdict"], plain["messages"], plain["notes"])
+    assert extra_values(records, "stack", NA) == [p["extra"].get("stack", NA) for p in plains]
+
+
+def test_a_rule_hit_read_as_messages_is_a_list_of_its_own() -> None:
+    """Rows failing the same rule share one kept message until one of them is read and changed."""
+    entry = "Functional.f.0.forward"
+    a, b = (RowResult(Pair(_row(entry + ".input.0", entry), _row(entry + ".input.0", entry)), ()) for _ in range(2))
+    a.raise_to(ERROR, MSG_CRC)
+    b.raise_to(ERROR, MSG_CRC)
+    a.messages.append("more")
+    assert a.messages == [MSG_CRC, "more"] and b.messages == [MSG_CRC]
+    b.raise_to(WARNING, "w")
+    assert b.messages == [MSG_CRC, "w"] and b.verdict == ERROR
+
+
+_ENTRY_NAMES = ["Distributed.all_reduce.0.forward", "Distributed.broadcast.0.forward", "Functional.relu.0.forward",
+                "Distributed.all_gather.0.forward", "Tensor.add.0.forward", "Distributed.all_reduce.1.forward",
+                "Distributed.send.0.forward", "Distributed.reduce_scatter.0.forward", "Communication.x.0.forward"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_ENTRY_NAMES), st.integers(1, 3)), max_size=12))
+def test_window_nodes_equal_build_nodes(entries: list[tuple[str, int]]) -> None:
+    """The collective digest's nodes of a window (and its entry count) are those build_nodes keeps,
+    whichever entries run together or repeat."""
+    records = [RowResult(Pair(_row(f"{entry}.input.{i}", entry), _row(f"{entry}.input.{i}", entry)), ())
+               for entry, rows in entries for i in range(rows)]
+    window = CompareResult(label="w", mode=Md5Mode(), records=records, rank=1)
+    nodes, count = _window_nodes(window)
+    expected = build_nodes(window, keep=_shares_output, judge=False)
+    assert count == len(_runs(records))
+    assert [(n.entry, n.index, n.records, n.peers, n.rank) for n in nodes] == [
+        (n.entry, n.index, n.records, n.peers, n.rank) for n in expected]
+    stream = _CollectiveStream(window)
+    stream.merge(stream.part(window))
+    assert [(n.entry, n.index) for n in stream.nodes] == [(n.entry, n.index) for n in expected]
+
+
+def _runs(records: list[RowResult]) -> list[str]:
+    runs: list[str] = []
+    for r in records:
+        if not runs or runs[-1] != r.pair.target.entry:
+            runs.append(r.pair.target.entry)
+    return runs
+
+
+class _ByEntry:
+    """Md5Mode judged entry by entry, as modes without ``judges_rows`` are."""
+
+    def __init__(self) -> None:
+        self.mode = Md5Mode()
+
+    def judge(self, group: list[RowResult]) -> None:
+        self.mode.judge(group)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_ENTRY_NAMES), st.integers(1, 3), _CHECKSUM, st.booleans()), max_size=10),
+       st.one_of(st.none(), st.dictionaries(st.sampled_from(_ENTRY_NAMES), st.lists(st.text(max_size=3), max_size=2))))
+def test_judging_rows_at_once_equals_judging_each_entry(entries: list[tuple], stack: dict | None) -> None:
+    """A mode that judges rows on their own gets every entry in one call: verdicts, messages and
+    the stack text of each entry's first row are those of a call per entry."""
+    from probe.judge import judge_records
+
+    def records() -> list[RowResult]:
+        pairs = [Pair(_row(f"{entry}.input.{i}", entry, "abcd"), _row(f"{entry}.input.{i}", entry, golden)
+                      if matched else None)
+                 for entry, rows, golden, matched in entries for i in range(rows)]
+        return Md5Mode().compute(pairs, type("Context", (), {"progress": None})())
+
+    at_once, by_entry = records(), records()
+    judge_records(Md5Mode(), at_once, stack)
+    judge_records(_ByEntry(), by_entry, stack)
+    assert [(r.verdict, r.messages, r.notes, r.extra_value("stack")) for r in at_once] == [
+        (r.verdict, r.messages, r.notes, r.extra_value("stack")) for r in by_entry]
