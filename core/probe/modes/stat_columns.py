@@ -50,13 +50,13 @@ def stat_matrix(stats: Sequence[tuple[Any, ...]]) -> StatMatrix:
     kinds = np.fromiter(map(_KIND_OF.get, map(type, flat), repeat(OTHER)), dtype=np.int8, count=len(flat))
     if (kinds == FLOAT).all():
         return StatMatrix(np.array(flat, dtype=np.float64).reshape(-1, 4), kinds.reshape(-1, 4))
-    numeric = ((kinds == FLOAT) | (kinds == INT)).tolist()  # float or int (not bool)
+    numeric = (kinds == FLOAT) | (kinds == INT)  # float or int (not bool)
     values = np.full(len(flat), _NAN)
     try:
-        values[numeric] = np.fromiter(compress(flat, numeric), dtype=np.float64)
+        values[numeric] = np.fromiter(compress(flat, numeric.tolist()), dtype=np.float64)
     except OverflowError:  # an int beyond float64: such ints stay NaN (OTHER)
         values[numeric] = [float(v) if v.__class__ is float or -_EXACT_INT < v < _EXACT_INT else _NAN
-                           for v in compress(flat, numeric)]
+                           for v in compress(flat, numeric.tolist())]
     with np.errstate(invalid="ignore"):
         kinds[(kinds == INT) & ~(np.abs(values) < _EXACT_INT)] = OTHER
     return StatMatrix(values.reshape(-1, 4), kinds.reshape(-1, 4))
