@@ -260,3 +260,11 @@ def test_float_texts_of_small_values_equal_repr(values: list[float]) -> None:
 
     assert float_texts(values) == list(map(repr, values))
     assert float_texts(np.array(values)) == list(map(repr, values))
+
+
+def test_column_like_the_one_before_as_other_sequences() -> None:
+    """Columns that are not lists (tuples, arrays) are written each on its own, as before."""
+    import numpy as np
+
+    text = csv_lines([["1.5", "x"], ("1.5", "x"), np.array([1.5, 2.0]), [1.5, 2.0]])
+    assert text == "1.5,1.5,1.5,1.5\nx,x,2.0,2.0\n"

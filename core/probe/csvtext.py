@@ -397,9 +397,11 @@ def safe_cells(column: Sequence[Any], stat: bool, inf_text: tuple[str, str]) -> 
     return out
 
 
-def _all_text(column: Sequence[Any]) -> bool:
-    """Whether every cell of ``column`` is a ``str`` (whose field text depends on its value only)."""
-    return set(map(type, column)) == _STR
+def _same_text(column: Sequence[Any], other: Sequence[Any]) -> bool:
+    """Whether two columns are lists of equal ``str`` cells (so of equal fields; ``1 == 1.0 == True``
+    but their fields differ)."""
+    return (isinstance(column, list) and isinstance(other, list) and column == other
+            and set(map(type, column)) == _STR)
 
 
 def csv_lines(columns: Sequence[Sequence[Any]], stat_columns: Sequence[int] = (),
@@ -408,7 +410,7 @@ def csv_lines(columns: Sequence[Sequence[Any]], stat_columns: Sequence[int] = ()
     stat = set(stat_columns)
     texts: list[Sequence[str]] = []
     for i, col in enumerate(columns):
-        if i and col == columns[i - 1] and i not in stat and _all_text(col):  # a golden column like the target's
+        if i and _same_text(col, columns[i - 1]) and i not in stat:  # a golden column like the target's
             texts.append(texts[-1])
         else:
             texts.append(column_texts(col, i in stat, inf_text))
