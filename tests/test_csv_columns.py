@@ -56,6 +56,26 @@ def test_column_text_equals_csv_writer(rows: list[list]) -> None:
     assert csv_lines(columns, [0], CSV_INF) == writer_text(rows, [0], CSV_INF)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(cells, cells), min_size=1, max_size=15), st.sampled_from(["same", "equal", "loose"]))
+def test_column_like_the_one_before_equals_csv_writer(pairs: list[tuple], how: str) -> None:
+    """A column equal to the one before it (a golden column like the target's) takes its text
+    only when both are all text: ``1 == 1.0 == True`` but their fields differ."""
+    first = [a for a, _ in pairs]
+    if how == "same":
+        second = first
+    elif how == "equal":
+        second = [str(a) for a in first]
+        first = list(second)
+    else:  # equal values of other types: 1, 1.0, True
+        first = [1, 1.0, True, 0, -0.0, False][: len(pairs)]
+        second = [True, 1, 1.0, False, 0, 0.0][: len(pairs)]
+    rows = [list(row) for row in zip(first, second, [b for _, b in pairs])]
+    columns = [list(c) for c in zip(*rows)]
+    for stat in ([], [1]):
+        assert csv_lines(columns, stat, CSV_INF) == writer_text(rows, stat, CSV_INF)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(cells, min_size=1, max_size=1), min_size=1, max_size=10))
 def test_single_column_table(rows: list[list]) -> None:
@@ -141,6 +161,9 @@ def test_matrix_rows_equal_repr_with_special_texts(rows, data) -> None:
     expected = [",".join(next(filled) if special[i, j] else repr(v) for j, v in enumerate(row))
                 for i, row in enumerate(matrix.tolist())]
     assert matrix_rows(matrix, special, texts) == expected
+    suffixed = [",".join(next(filled) if special[i, j] else repr(v) + "%" for j, v in enumerate(row))
+                for filled in [iter(texts)] for i, row in enumerate(matrix.tolist())]
+    assert matrix_rows(matrix, special, texts, "%") == suffixed
 
 
 @settings(max_examples=300, deadline=None)
@@ -237,3 +260,11 @@ def test_float_texts_of_small_values_equal_repr(values: list[float]) -> None:
 
     assert float_texts(values) == list(map(repr, values))
     assert float_texts(np.array(values)) == list(map(repr, values))
+
+
+def test_column_like_the_one_before_as_other_sequences() -> None:
+    """Columns that are not lists (tuples, arrays) are written each on its own, as before."""
+    import numpy as np
+
+    text = csv_lines([["1.5", "x"], ("1.5", "x"), np.array([1.5, 2.0]), [1.5, 2.0]])
+    assert text == "1.5,1.5,1.5,1.5\nx,x,2.0,2.0\n"

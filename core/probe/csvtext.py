@@ -117,13 +117,14 @@ def float_texts(values: Sequence[float] | Any) -> list[str]:
     return texts
 
 
-def matrix_rows(matrix: Any, special: Any, texts: Sequence[str]) -> JoinedFields:
+def matrix_rows(matrix: Any, special: Any, texts: Sequence[str], suffix: str = "") -> JoinedFields:
     """The CSV fields of a float64 matrix, one text per row (its cells joined by commas).
 
-    A cell reads ``repr`` of its value, except the ``special`` cells (a boolean mask; every
-    cell whose value :func:`plain_floats` rejects must be one), which read ``texts`` in
-    row-major order, as given. orjson writes the whole matrix at once; special cells are
-    written as ``null`` and replaced in one join.
+    A cell reads ``repr`` of its value followed by ``suffix``, except the ``special`` cells
+    (a boolean mask; every cell whose value :func:`plain_floats` rejects must be one), which
+    read ``texts`` in row-major order, as given (without ``suffix``). orjson writes the whole
+    matrix at once (numbers, ``null`` for special cells, commas and brackets only), ``suffix``
+    goes after every cell in two replacements, and special cells are replaced in one join.
     """
     import numpy as np  # noqa: PLC0415 - numpy only when floats are written
 
@@ -132,12 +133,14 @@ def matrix_rows(matrix: Any, special: Any, texts: Sequence[str]) -> JoinedFields
     values = np.where(special, np.nan, matrix)
     body = orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY).decode()[2:-2]
     rows = "],["
+    if suffix:  # "a,b],[c" -> "a%,b%],[c%"
+        body = body.replace(",", suffix + ",").replace("]" + suffix + ",[", suffix + rows) + suffix
     if len(texts):
         held = "".join(texts)
         if "[" in held or "]" in held:  # texts side by side could form the separator: split rows at a free character
             free = next(c for c in map(chr, range(1, 0x110000)) if c not in held)  # orjson writes no control character
             body, rows = body.replace(rows, free), free
-        pieces = body.split("null")
+        pieces = body.split("null" + suffix)
         if len(pieces) != len(texts) + 1:
             raise ValueError("special cells and their texts differ in number")
         parts = [""] * (2 * len(pieces) - 1)
@@ -394,11 +397,23 @@ def safe_cells(column: Sequence[Any], stat: bool, inf_text: tuple[str, str]) -> 
     return out
 
 
+def _same_text(column: Sequence[Any], other: Sequence[Any]) -> bool:
+    """Whether two columns are lists of equal ``str`` cells (so of equal fields; ``1 == 1.0 == True``
+    but their fields differ)."""
+    return (isinstance(column, list) and isinstance(other, list) and column == other
+            and set(map(type, column)) == _STR)
+
+
 def csv_lines(columns: Sequence[Sequence[Any]], stat_columns: Sequence[int] = (),
               inf_text: tuple[str, str] = (" inf", " -inf")) -> str:
     """The CSV text (one ``\\n``-ended line per row) of a table given as columns."""
     stat = set(stat_columns)
-    texts = [column_texts(col, i in stat, inf_text) for i, col in enumerate(columns)]
+    texts: list[Sequence[str]] = []
+    for i, col in enumerate(columns):
+        if i and _same_text(col, columns[i - 1]) and i not in stat:  # a golden column like the target's
+            texts.append(texts[-1])
+        else:
+            texts.append(column_texts(col, i in stat, inf_text))
     if not texts or not texts[0]:
         return ""
     if len(texts) == 1:  # a lone empty field is written as "" (csv.writer's rule)

@@ -50,13 +50,13 @@ def stat_matrix(stats: Sequence[tuple[Any, ...]]) -> StatMatrix:
     kinds = np.fromiter(map(_KIND_OF.get, map(type, flat), repeat(OTHER)), dtype=np.int8, count=len(flat))
     if (kinds == FLOAT).all():
         return StatMatrix(np.array(flat, dtype=np.float64).reshape(-1, 4), kinds.reshape(-1, 4))
-    numeric = ((kinds == FLOAT) | (kinds == INT)).tolist()  # float or int (not bool)
+    numeric = (kinds == FLOAT) | (kinds == INT)  # float or int (not bool)
     values = np.full(len(flat), _NAN)
     try:
-        values[numeric] = np.fromiter(compress(flat, numeric), dtype=np.float64)
+        values[numeric] = np.fromiter(compress(flat, numeric.tolist()), dtype=np.float64)
     except OverflowError:  # an int beyond float64: such ints stay NaN (OTHER)
         values[numeric] = [float(v) if v.__class__ is float or -_EXACT_INT < v < _EXACT_INT else _NAN
-                           for v in compress(flat, numeric)]
+                           for v in compress(flat, numeric.tolist())]
     with np.errstate(invalid="ignore"):
         kinds[(kinds == INT) & ~(np.abs(values) < _EXACT_INT)] = OTHER
     return StatMatrix(values.reshape(-1, 4), kinds.reshape(-1, 4))
@@ -185,11 +185,11 @@ def numeric_fields(target_stats: Sequence[tuple[Any, ...]], golden_stats: Sequen
 
     The same text as :func:`difference_columns` and :func:`stat_display_columns` give
     through :func:`probe.csvtext.column_texts` (``stat`` columns written with ``inf_text``),
-    made without a text object per cell: the sixteen columns are one float matrix that
-    orjson writes at once (:func:`probe.csvtext.matrix_rows`); only the cells orjson would
-    write otherwise than the report (words, ints, small or special values) and the relative
-    errors (``%`` follows their number) are written one by one. Tested equal on random
-    statistics.
+    made without a text object per cell: the differences, the relative errors (``%`` put
+    after their numbers in the text) and the statistics are three float matrices that orjson
+    writes at once (:func:`probe.csvtext.matrix_rows`), joined row by row; only the cells
+    orjson would write otherwise than the report (words, ints, small or special values) are
+    written one by one. Tested equal on random statistics.
     """
     if len(target_stats) == 0:
         return JoinedFields()
@@ -219,18 +219,17 @@ def numeric_fields(target_stats: Sequence[tuple[Any, ...]], golden_stats: Sequen
         return out
 
     d_special = ~number | ~plain_floats(diff)
-    r_special = np.ones_like(d_special)  # every relative error: its number takes a "%"
+    r_special = ~relative | ~plain_floats(rel)  # the others: orjson's number, then "%"
     stats = np.hstack([t, g])
     kinds = np.hstack([t_kind, g_kind])
     s_special = (kinds != FLOAT) | ~plain_floats(stats)
-    special = np.hstack([d_special, r_special, s_special])
-    column = np.flatnonzero(special) % 16
-    cells = np.empty(len(column), dtype=object)
-    cells[column < 4] = texts(diff, d_special, number, [(zero | unrecorded, "0")], 0, "")
-    cells[(column >= 4) & (column < 8)] = texts(rel, r_special, relative,
-                                                [(zero | unrecorded, "0"), (number & ~relative, "inf")], 1, "%")
-    cells[column >= 8] = _stat_texts(stats, kinds, s_special, target_stats, golden_stats, inf_text)
-    return matrix_rows(np.hstack([diff, rel, stats]), special, cells.tolist())
+    blocks = (
+        matrix_rows(diff, d_special, texts(diff, d_special, number, [(zero | unrecorded, "0")], 0, "").tolist()),
+        matrix_rows(rel, r_special, texts(rel, r_special, relative, [(zero | unrecorded, "0"), (number & ~relative, "inf")],
+                                          1, "%").tolist(), "%"),
+        matrix_rows(stats, s_special, _stat_texts(stats, kinds, s_special, target_stats, golden_stats, inf_text).tolist()),
+    )
+    return JoinedFields(map(",".join, zip(*blocks)))
 
 
 def _stat_texts(stats: np.ndarray, kinds: np.ndarray, special: np.ndarray, target_stats: Sequence[tuple[Any, ...]],
