@@ -215,7 +215,7 @@ def _as_written(suspects: list[Suspect]) -> list[Any]:
     """The suspects as orjson writes their :meth:`Suspect.to_dict`: the suspects themselves when each is a plain
     :class:`Suspect` (orjson writes a dataclass's fields in order and a non-finite float as ``null``, as
     ``to_dict`` does, without making the dicts)."""
-    if all(s.__class__ is Suspect and len(s.__dict__) == _SUSPECT_FIELDS for s in suspects):
+    if set(map(type, suspects)) <= {Suspect} and set(map(len, map(vars, suspects))) <= {_SUSPECT_FIELDS}:
         return suspects
     return [s.to_dict() for s in suspects]
 
