@@ -22,7 +22,7 @@ from conftest import DATA
 from probe.diagnosis.facts import NodeFacts, RankFacts, benign_argument, op_of, stats_deviation, step_of
 from probe.diagnosis.floor import kind_gains, local_floor, unit_roundoff
 from probe.diagnosis.rank import diagnose_facts, forward_of, sort_key
-from probe.diagnosis.report import Suspect
+from probe.diagnosis.report import Diagnosis, Suspect, _write_behind
 
 CASES = DATA / "diagnosis"
 
@@ -301,3 +301,44 @@ def test_md5_dump_names_the_perturbed_layer() -> None:
     first = diagnosis.suspects[0]
     assert diagnosis.verdict == "divergent"
     assert (first.node, first.kind) == ("Functional.linear.1.forward", "parameter")
+
+
+class _Handle:
+    """A file that takes ``room`` writes, then fails as a full disk does."""
+
+    def __init__(self, room: int) -> None:
+        self.room, self.pieces = room, []
+
+    def write(self, piece: bytes) -> int:
+        if len(self.pieces) == self.room:
+            raise OSError(28, "No space left on device")
+        self.pieces.append(piece)
+        return len(piece)
+
+
+def test_diagnosis_written_behind_in_order_and_a_write_error_raised_here() -> None:
+    diagnosis = Diagnosis(verdict="noise", series=[{"rank": 0, "points": [{"node": str(i)} for i in range(50)]}])
+    handle = _Handle(room=10 ** 6)
+    _write_behind(handle, diagnosis.json_pieces(batch=3))
+    assert b"".join(handle.pieces) == b"".join(diagnosis.json_pieces(batch=3))
+    made = []
+
+    def pieces():
+        for number in range(10 ** 4):
+            made.append(number)
+            yield b"x"
+
+    with pytest.raises(OSError, match="No space"):
+        _write_behind(_Handle(room=5), pieces())
+    assert len(made) < 100  # the pieces stop soon after the failed write
+
+
+def test_diagnosis_written_behind_stops_when_making_a_piece_fails() -> None:
+    def pieces():
+        yield b"a"
+        raise ValueError("bad piece")
+
+    handle = _Handle(room=10)
+    with pytest.raises(ValueError, match="bad piece"):
+        _write_behind(handle, pieces())
+    assert handle.pieces == [b"a"]

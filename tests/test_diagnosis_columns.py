@@ -16,7 +16,7 @@ from probe.diagnosis.facts import NodeFacts, RankFacts, _kind, op_of
 from probe.diagnosis.floor import group_gains, kind_gains, local_floor, local_floors, unit_roundoff
 from probe.diagnosis.columns import _columns
 from probe.diagnosis.rank import diagnose_facts, forward_of
-from probe.diagnosis.report import POINT_KEYS, Diagnosis, Points
+from probe.diagnosis.report import POINT_KEYS, Diagnosis, Points, Suspect, _as_written
 
 _ENTRY = st.one_of(
     st.builds("{}.{}.{}".format, st.sampled_from(["Functional.linear", "Torch.exp", "Tensor.add"]),
@@ -147,3 +147,21 @@ def test_backward_calls_read_with_their_forward_names(names: list[str]) -> None:
     saved, forward = columns[-2:]
     expected = [(i, forward_of(name) or "") for i, name in enumerate(names) if "backward" in name]
     assert list(zip(saved, forward)) == expected
+
+
+_NUMBER = st.one_of(st.none(), st.integers(-5, 5), st.floats(allow_nan=True, allow_infinity=True))
+
+
+@settings(max_examples=300, deadline=None)
+@given(suspects=st.lists(st.builds(Suspect, st.text(max_size=8), st.integers(0, 3), st.integers(0, 3),
+                                   st.text(max_size=8), st.floats(allow_nan=True, allow_infinity=True),
+                                   st.text(max_size=20), st.sampled_from(["forward", "backward"]),
+                                   st.integers(0, 10 ** 6), _NUMBER, _NUMBER), max_size=6),
+       extra=st.booleans())
+def test_suspects_written_as_dataclasses_are_their_dicts(suspects: list[Suspect], extra: bool) -> None:
+    """The diagnosis JSON writes plain suspects through orjson's dataclass support: the bytes of ``to_dict``."""
+    if extra and suspects:
+        suspects[-1].note = "not a field"  # type: ignore[attr-defined]
+    diagnosis = Diagnosis(verdict="divergent", suspects=suspects)
+    assert b"".join(diagnosis.json_pieces()) == orjson.dumps(diagnosis.to_dict(), option=orjson.OPT_APPEND_NEWLINE)
+    assert (_as_written(suspects) is suspects) == (not extra or not suspects)

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from probe.io import atomic_path, atomic_write
+from probe.io import atomic_path, atomic_write, open_temp, temp_file
 
 
 @pytest.fixture()
@@ -49,6 +49,23 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path):
             handle.write("partial")
             raise RuntimeError("boom")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_temporaries_are_opened_without_truncating(tmp_path, monkeypatch):
+    """A temporary is new and empty: opened without O_TRUNC, which makes ext4 write it back at close."""
+    tmp = temp_file(tmp_path / "report.csv")
+    tmp.write_bytes(b"abc")
+    with open_temp(tmp, "wb") as handle:
+        handle.write(b"X")
+    assert tmp.read_bytes() == b"Xbc"
+    flags: list[int] = []
+    real = os.open
+    monkeypatch.setattr(os, "open", lambda path, flag, *rest: flags.append(flag) or real(path, flag, *rest))
+    out = atomic_write(tmp_path / "x.csv", "w", encoding="utf-8")
+    with out as handle:
+        handle.write("a")
+    assert flags[-1] & os.O_WRONLY and not flags[-1] & os.O_TRUNC
+    assert (tmp_path / "x.csv").read_text() == "a"
 
 
 def test_claim_without_hard_links_reserves_the_name(tmp_path, monkeypatch):

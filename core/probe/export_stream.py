@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from probe.exporters import CsvExporter, JsonExporter, XlsxExporter, csv_body, csv_header
-from probe.io import AtomicFile, atomic_write, temp_file
+from probe.io import AtomicFile, atomic_write, open_temp, temp_file
 from probe.model import Summary
 from probe.result import CompareResult
 
@@ -108,7 +108,7 @@ class _Spool:
 
     def __init__(self, path: Path) -> None:
         self.file = temp_file(path, ".rows")
-        self.handle = open(self.file, "wb")
+        self.handle = open_temp(self.file, "wb")
         self.count = 0
 
     def add(self, rows: list[Any]) -> None:
@@ -172,7 +172,7 @@ class JsonStream:
     def __init__(self, result: CompareResult, path: Path) -> None:
         self.path = path
         self.body = temp_file(path, ".rows")
-        self.handle = open(self.body, "wb")
+        self.handle = open_temp(self.body, "wb")
         self.first = True
 
     def write(self, result: CompareResult) -> None:

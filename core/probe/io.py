@@ -107,6 +107,19 @@ def temp_file(path: Path, suffix: str = ".tmp") -> Path:
     return Path(tmp)
 
 
+def open_temp(file: Path, mode: str = "w", **kwargs: Any) -> IO:
+    """Open a temporary made by :func:`temp_file` (new and empty) for writing, without truncating it.
+
+    ``open(file, "w")`` truncates, and ext4 writes a file truncated to nothing back to disk as it
+    is closed (``auto_da_alloc``): a close that waits about 0.2 s for a 500 MB report.
+    """
+    return open(file, mode, opener=_untruncated, **kwargs)
+
+
+def _untruncated(path: str, flags: int) -> int:
+    return os.open(path, flags & ~os.O_TRUNC, 0o666)
+
+
 def temp_dir(directory: Path, label: str) -> Path:
     """A new temporary directory in ``directory`` named as a probe temporary."""
     clean_stale_temporaries(directory)
@@ -228,7 +241,7 @@ class AtomicFile(_Atomic):
         self.handle: IO | None = None
 
     def __enter__(self) -> IO:
-        self.handle = open(self.tmp, self.mode, **self.kwargs)
+        self.handle = open_temp(self.tmp, self.mode, **self.kwargs)
         return self.handle
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:

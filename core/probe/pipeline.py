@@ -120,14 +120,19 @@ def run_compare(
 
 def analyze(request: CompareRequest, registries: Registries, outcomes: Sequence[JobOutcome],
             results: list[CompareResult]) -> list[Analysis]:
-    """Run every enabled analyzer over the results (or the digests made where plans ran)."""
+    """Run every enabled analyzer over the results (or the digests made where plans ran).
+
+    The cyclic collector is off meanwhile: the analyzers make many small acyclic objects (suspects,
+    points, columns) and a collection would walk them again and again (a tenth of their time)."""
     analyses: list[Analysis] = []
-    for analyzer in stages.enabled_analyzers(registries, request):
-        if getattr(analyzer, "digest", None) is None:
-            found = analyzer.analyze(request, results)
-        else:
-            found = analyzer.analyze(request, [o.digests[analyzer.name] for o in outcomes if analyzer.name in o.digests])
-        analyses.append(found if isinstance(found, Analysis) else Analysis(analyzer.name, list(found or [])))
+    with runtime.gc_paused():
+        for analyzer in stages.enabled_analyzers(registries, request):
+            if getattr(analyzer, "digest", None) is None:
+                found = analyzer.analyze(request, results)
+            else:
+                found = analyzer.analyze(request, [o.digests[analyzer.name] for o in outcomes
+                                                   if analyzer.name in o.digests])
+            analyses.append(found if isinstance(found, Analysis) else Analysis(analyzer.name, list(found or [])))
     return analyses
 
 
