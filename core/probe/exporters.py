@@ -17,7 +17,7 @@ import orjson
 import probe.runtime as runtime
 from probe.cells import SUSPECT_START, SafeCsvWriter, safe_cell, safe_row
 from probe.csvtext import csv_lines, safe_cells
-from probe.io import atomic_path, atomic_write, temp_file
+from probe.io import atomic_path, atomic_write, open_temp, temp_file
 from probe.modes.common import STACK_COLUMN, STAT_COLUMNS
 from probe.model import Summary
 from probe.result import CompareResult
@@ -196,7 +196,7 @@ def _write_split(path: Path, columns: list[str], result: CompareResult,
 
 def _write_tail(path: str, result: CompareResult, body: Callable[[Any, CompareResult], None]) -> None:
     """The second half of :func:`_write_split` (runs in the forked child)."""
-    with open(path, "w", encoding="utf-8", newline="") as handle:
+    with open_temp(Path(path), "w", encoding="utf-8", newline="") as handle:
         body(handle, result)
 
 

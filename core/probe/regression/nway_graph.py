@@ -26,7 +26,7 @@ from typing import Any
 
 from probe.errors import InputError
 from probe.graph.service import run_graph
-from probe.io import claim, prepare_output_dir, temp_file, timestamp, unique_path
+from probe.io import claim, open_temp, prepare_output_dir, temp_file, timestamp, unique_path
 from probe.plugins import default_host
 from probe.regression.labels import target_labels
 from probe.regression.nway_data import NWAY_SCHEMA, verdict_of
@@ -74,7 +74,8 @@ def write_nway_db(target_dbs: Sequence[Path], labels: Sequence[str], output: Pat
     """Write ``output`` (the first db plus the N-way tables) atomically; returns it and the
     number of golden nodes where the targets disagree."""
     tmp = temp_file(output, ".vis.db")
-    shutil.copyfile(target_dbs[0], tmp)
+    with open(target_dbs[0], "rb") as source, open_temp(tmp, "wb") as copy:
+        shutil.copyfileobj(source, copy, 1 << 20)
     try:
         conn = sqlite3.connect(tmp, isolation_level=None)
         try:
