@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from probe.diagnosis.factcolumns import LEAF_BIT, FactColumns
+from probe.diagnosis.fingerprints import Fingerprints
 from probe.formats.msprobe.dtypes import TORCH_PREFIX
 from probe.jsonio import read_json
 from probe.modes.common import canonical_dtype
@@ -675,7 +676,7 @@ class RankFactsBuilder:
         self.md5 = result.mode.name == "md5"
         self.once = once
         self._parents(load_parents(path))
-        self.produced: set = set()
+        self.produced = Fingerprints()
         self.backward = False
 
     def _parents(self, parents: dict[str, str]) -> None:
@@ -683,6 +684,7 @@ class RankFactsBuilder:
         self.parent_of = parents.pop if self.once else parents.get
 
     def add(self, result: CompareResult) -> None:
+        self.produced.spill()
         rows: list[tuple[Any, ...]] = []
         append, produced, values = rows.append, self.produced, _facts_values
         tensor_mode, md5, backward = self.tensor_mode, self.md5, self.backward
@@ -734,6 +736,7 @@ class RankFactsBuilder:
         base = len(nodes)
         nodes.extend(rows, self.parent_of)
         earlier = self.produced
+        earlier.spill()
         for order, inputs in leaves:  # against the outputs of every earlier window, as add() judges them
             nodes.set_leaf(base + order, *_leaf(inputs, earlier))
         earlier |= produced
