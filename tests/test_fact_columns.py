@@ -13,7 +13,7 @@ from test_diagnosis_columns import _node
 
 from probe.diagnosis.columns import _columns
 from probe.diagnosis.factcolumns import _SLOTS, FactColumns
-from probe.diagnosis.facts import NodeFacts, RankFacts
+from probe.diagnosis.facts import NodeFacts, RankFacts, _restored
 from probe.diagnosis.rank import diagnose_facts
 
 _MODULES = ["", "", "Module.a.Linear.forward.0", "Module.b.Block.forward.1"]
@@ -34,7 +34,7 @@ def _case(draw: st.DrawFn) -> tuple[list[NodeFacts], dict[str, str], list[int]]:
 
 
 def _stored(nodes: list[NodeFacts], parents: dict[str, str], cuts: list[int]) -> FactColumns:
-    store = FactColumns()
+    store = FactColumns(_restored)
     bounds = [0] + sorted(c for c in set(cuts) if 0 < c < len(nodes)) + [len(nodes)]
     for lo, hi in zip(bounds, bounds[1:]):  # a window's rows, ``order`` counted in the window, no module
         rows = [(v[0], k, *v[2:18], "", *v[19:]) for k, v in enumerate(map(_values, nodes[lo:hi]))]

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from probe.diagnosis.facts import NodeFacts, RankFacts
 from probe.diagnosis.factcolumns import FactColumns
+from probe.diagnosis.facts import NodeFacts, RankFacts
 from probe.diagnosis.floor import group_gains, local_floors, parameter_floor, unit_roundoff
 from probe.diagnosis.rules import (
     BY_ARGUMENT, BY_LEAF, BY_NAN_INPUT, BY_NAN_SOURCE, BY_OUTPUT, BY_PARAMETER, BY_REDUCTION, BY_STRUCTURE, EXCESS,
@@ -168,7 +168,7 @@ def _columns(nodes: Sequence[NodeFacts]) -> tuple[list[Any], ...]:
     """One list per name of :data:`_FIELDS`, then whether each node is a ``parameters_grad`` one, then
     the positions of the nodes whose entry has "backward" in it and the names of their forward calls:
     the nodes read once each (a pass per field reads every node from memory again)."""
-    if isinstance(nodes, FactColumns):  # kept a column at a time: no node to read
+    if isinstance(nodes, FactColumns):  # kept as arrays: read whole columns, no node
         return _linked(*nodes.lists(_FIELDS))
     columns = tuple([] for _ in range(len(_FIELDS) + 3))
     entry, kind, backward, out_dev, in_dev, param_dev, nan_out, nan_in, op, dtype, width, leaf_dev, reduced_dev, \

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterator, Sequence
-from functools import cache
 from itertools import chain, repeat
 from operator import index as as_index
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, overload
 
-if TYPE_CHECKING:
-    from probe.diagnosis.facts import NodeFacts
+NodeFacts = Any
+"""A :class:`probe.diagnosis.facts.NodeFacts` (that module imports this one)."""
 
 # where each field sits in a tuple of NodeFacts slot values (see probe.diagnosis.facts._restored)
 _SLOTS = ("entry", "order", "kind", "op", "backward", "in_dev", "out_dev", "param_dev", "leaf_dev", "nan_in",
@@ -34,26 +33,22 @@ _OBJECTS = ("entry", "kind", "op", "argument", "unmatched", "matched", "width", 
 _FLOATS = ("in_dev", "out_dev", "param_dev", "leaf_dev", "reduced_dev")
 _BYTES = ("backward", "nan_in", "nan_out", "exact", "tails")
 _FLAGS = _BYTES[:4]
-_OBJECTS_OF, _FLOATS_OF, _BYTES_OF = (itemgetter(*(_AT[name] for name in names)) for names in (_OBJECTS, _FLOATS, _BYTES))
+_OBJECTS_OF, _FLOATS_OF, _BYTES_OF = (itemgetter(*(_AT[name] for name in names))
+                                     for names in (_OBJECTS, _FLOATS, _BYTES))
 _ENTRY_OF = itemgetter(0)
 _N_OBJECTS, _N_FLOATS, _N_BYTES = len(_OBJECTS), len(_FLOATS), len(_BYTES)
 LEAF_BIT = 8
 """The bit of ``w_leaf`` in ``tails`` (:attr:`NodeFacts.tails`)."""
 
 
-@cache
-def _restore() -> Callable[[Sequence[Any]], NodeFacts]:
-    from probe.diagnosis.facts import _restored  # facts imports this module
-
-    return _restored
-
-
-class FactColumns(Sequence["NodeFacts"]):
+class FactColumns(Sequence[Any]):
     """A rank's :class:`NodeFacts` in dump order (``order`` is the position): the fields of :data:`_OBJECTS`
     node after node in one list, the deviations in one float64 array, the flags and ``tails`` in one
-    bytearray (a node's fields side by side: one slice each reads a node back), ``module`` in a list."""
+    bytearray (a node's fields side by side: one slice each reads a node back), ``module`` in a list.
+    ``make`` makes a node of its slot values (:func:`probe.diagnosis.facts._restored`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, make: Callable[[tuple[Any, ...]], NodeFacts]) -> None:
+        self.make = make
         self.objects: list[Any] = []
         self.floats = array("d")
         self.bytes = bytearray()
@@ -104,9 +99,9 @@ class FactColumns(Sequence["NodeFacts"]):
         in_dev, out_dev, param_dev, leaf_dev, reduced_dev = self.floats[at:at + _N_FLOATS]
         at = _N_BYTES * index
         backward, nan_in, nan_out, exact, tails = self.bytes[at:at + _N_BYTES]
-        return _restore()((entry, index, kind, op, backward == 1, in_dev, out_dev, param_dev, leaf_dev, nan_in == 1,
-                           nan_out == 1, argument, unmatched, matched, reduced_dev, width, dtype, exact == 1, module,
-                           w_in, w_out, w_param, w_leaf, w_reduced, tails))
+        return self.make((entry, index, kind, op, backward == 1, in_dev, out_dev, param_dev, leaf_dev, nan_in == 1,
+                          nan_out == 1, argument, unmatched, matched, reduced_dev, width, dtype, exact == 1, module,
+                          w_in, w_out, w_param, w_leaf, w_reduced, tails))
 
     def extend(self, rows: Sequence[tuple[Any, ...]], parent_of: Callable[[str, str], str]) -> None:
         """Append the nodes whose slot values (``order`` and ``module`` ignored) are ``rows``, their

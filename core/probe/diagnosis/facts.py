@@ -669,7 +669,7 @@ class RankFactsBuilder:
     def __init__(self, result: CompareResult, once: bool = False) -> None:
         rank = result.rank if result.rank is not None else 0
         path = result.target.path if result.target is not None else None
-        self.nodes = FactColumns()
+        self.nodes = FactColumns(_restored)
         self.facts = RankFacts(rank=rank, step=step_of(path), label=result.label, mode=result.mode.name,
                                nodes=self.nodes)
         self.tensor_mode = result.mode.name == "tensor"
