@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from probe.diagnosis.factcolumns import FactColumns
 from probe.diagnosis.facts import NodeFacts, RankFacts
 from probe.diagnosis.floor import group_gains, local_floors, parameter_floor, unit_roundoff
 from probe.diagnosis.rules import (
@@ -163,10 +164,12 @@ _FIELDS = ("entry", "kind", "backward", "out_dev", "in_dev", "param_dev", "nan_o
            "leaf_dev", "reduced_dev", "matched", "unmatched", "argument", "module", "order", "exact")
 
 
-def _columns(nodes: list[NodeFacts]) -> tuple[list[Any], ...]:
+def _columns(nodes: Sequence[NodeFacts]) -> tuple[list[Any], ...]:
     """One list per name of :data:`_FIELDS`, then whether each node is a ``parameters_grad`` one, then
     the positions of the nodes whose entry has "backward" in it and the names of their forward calls:
     the nodes read once each (a pass per field reads every node from memory again)."""
+    if isinstance(nodes, FactColumns):  # kept as arrays: read whole columns, no node
+        return _linked(*nodes.lists(_FIELDS))
     columns = tuple([] for _ in range(len(_FIELDS) + 3))
     entry, kind, backward, out_dev, in_dev, param_dev, nan_out, nan_in, op, dtype, width, leaf_dev, reduced_dev, \
         matched, unmatched, argument, module, order, exact, gradient, saved, forward = columns
@@ -201,3 +204,12 @@ def _columns(nodes: list[NodeFacts]) -> tuple[list[Any], ...]:
         order.append(n.order)
         exact.append(n.exact)
     return columns
+
+
+def _linked(*fields: list[Any]) -> tuple[list[Any], ...]:
+    """:func:`_columns` of nodes given as the lists of :data:`_FIELDS`."""
+    entries, kinds = fields[0], fields[1]
+    gradient = [what == "parameters_grad" for what in kinds]
+    saved = [i for i, name in enumerate(entries) if "backward" in name]
+    forward = [forward_of(entries[i]) or "" for i in saved]
+    return (*fields, gradient, saved, forward)

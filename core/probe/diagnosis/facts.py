@@ -20,6 +20,8 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+from probe.diagnosis.factcolumns import LEAF_BIT, FactColumns
+from probe.diagnosis.fingerprints import Fingerprints
 from probe.formats.msprobe.dtypes import TORCH_PREFIX
 from probe.jsonio import read_json
 from probe.modes.common import canonical_dtype
@@ -85,7 +87,7 @@ def _row_name(slot: str, bit: int, doc: str) -> property:
 
 
 _NAMES = ("worst_in", "worst_out", "worst_param", "worst_leaf", "worst_reduced")
-_LEAF_BIT = 8
+_LEAF_BIT = LEAF_BIT
 """The bit of ``w_leaf`` in :attr:`NodeFacts.tails`."""
 
 
@@ -170,7 +172,8 @@ class RankFacts:
     rank: int
     step: int
     label: str
-    nodes: list[NodeFacts] = field(default_factory=list)
+    nodes: Sequence[NodeFacts] = field(default_factory=list)
+    """In dump order (a :class:`~probe.diagnosis.factcolumns.FactColumns` when a builder made them)."""
     golden_only: int = 0
     mode: str = "statistics"
 
@@ -721,12 +724,14 @@ class RankFactsBuilder:
     def __init__(self, result: CompareResult, once: bool = False) -> None:
         rank = result.rank if result.rank is not None else 0
         path = result.target.path if result.target is not None else None
-        self.facts = RankFacts(rank=rank, step=step_of(path), label=result.label, mode=result.mode.name)
+        self.nodes = FactColumns(_restored)
+        self.facts = RankFacts(rank=rank, step=step_of(path), label=result.label, mode=result.mode.name,
+                               nodes=self.nodes)
         self.tensor_mode = result.mode.name == "tensor"
         self.md5 = result.mode.name == "md5"
         self.once = once
         self._parents(load_parents(path))
-        self.produced: set = set()
+        self.produced = Fingerprints()
         self.backward = False
 
     def _parents(self, parents: dict[str, str]) -> None:
@@ -734,16 +739,16 @@ class RankFactsBuilder:
         self.parent_of = parents.pop if self.once else parents.get
 
     def add(self, result: CompareResult) -> None:
-        nodes = self.facts.nodes
-        append, parent_of, produced, values = nodes.append, self.parent_of, self.produced, _facts_values
+        self.produced.spill()
+        rows: list[tuple[Any, ...]] = []
+        append, produced, values = rows.append, self.produced, _facts_values
         tensor_mode, md5, backward = self.tensor_mode, self.md5, self.backward
-        for entry, group in groupby(result.records, key=_ENTRY):
+        for order, (entry, group) in enumerate(groupby(result.records, key=_ENTRY)):
             if not backward and (".backward" in entry or ".parameters_grad" in entry):
                 backward = True  # what runs after the first backward entry runs in the backward pass
-            facts = _restored(values(entry, len(nodes), group, tensor_mode, produced, backward, md5, None))
-            facts.module = parent_of(entry, "")
-            append(facts)
+            append(values(entry, order, group, tensor_mode, produced, backward, md5, None))
         self.backward = backward
+        self.nodes.extend(rows, self.parent_of)
         self._shrink()
 
     def _shrink(self) -> None:
@@ -782,17 +787,13 @@ class RankFactsBuilder:
         start, end, rows, produced, odd, leaves = part
         if start != self.backward:
             return False
-        nodes = self.facts.nodes
+        nodes = self.nodes
         base = len(nodes)
-        parent_of = self.parent_of
-        for values in rows:
-            facts = _restored(values)
-            facts.order += base
-            facts.module = parent_of(facts.entry, "")
-            nodes.append(facts)
+        nodes.extend(rows, self.parent_of)
         earlier = self.produced
+        earlier.spill()
         for order, inputs in leaves:  # against the outputs of every earlier window, as add() judges them
-            _set_leaf(nodes[base + order], inputs, earlier)
+            nodes.set_leaf(base + order, *_leaf(inputs, earlier))
         earlier |= produced
         earlier.update(map(_local, odd))
         self.backward = end
@@ -821,14 +822,13 @@ def _restored(values: tuple[Any, ...], new: Any = object.__new__) -> NodeFacts:
     return f
 
 
-def _set_leaf(facts: NodeFacts, inputs: list, produced: set) -> None:
-    """``leaf_dev`` and ``worst_leaf`` of ``facts`` from its candidate inputs, as :func:`node_facts`
-    chooses them when ``produced`` holds the earlier outputs."""
+def _leaf(inputs: list, produced: set) -> tuple[float, str, bool]:
+    """``(leaf_dev, worst_leaf, whether a tail)`` of a node from its candidate inputs, as
+    :func:`node_facts` chooses them when ``produced`` holds the earlier outputs."""
     dev, name, tail = 0.0, "", False
     for candidate in inputs:
         if candidate[0] > dev:
             fp = candidate[1]
             if fp not in produced if fp.__class__ is bytes else _local(fp) not in produced:
                 dev, _, name, tail = candidate
-    facts.leaf_dev, facts.w_leaf = dev, name
-    facts.tails = facts.tails | _LEAF_BIT if tail else facts.tails & ~_LEAF_BIT
+    return dev, name, tail
