@@ -199,3 +199,20 @@ def test_command_line_start_up_imports_no_heavy_module() -> None:
             "build_parser(Host()); print(sorted(m for m in ('numpy', 'yaml', 'rich', 'torch') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_compare_whose_stderr_is_no_terminal_imports_no_progress_bar(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    from conftest import DATA
+
+    case = DATA / "pytorch" / "L1_tfm"
+    code = ("import sys; from probe.cli import main; sys.argv = ['probe', '-q', 'compare', '-tp', sys.argv[1], "
+            "'-gp', sys.argv[2], '-o', sys.argv[3]]\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('rich.progress' in sys.modules, 'rich' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code, str(case / "target"), str(case / "golden"), str(tmp_path)],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.split()[-2:] == ["False", "True"]  # the summary is printed with rich
+    assert list(tmp_path.iterdir())  # the compare ran

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -18,10 +17,33 @@ from probe.result import CompareRun, JobOutcome
 err_console = Console(stderr=True)
 
 
-def _progress() -> Progress:
+class _Unseen:
+    """The progress bar where stderr is not a terminal: shows nothing (rich.progress is not imported)."""
+
+    def __enter__(self) -> _Unseen:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def add_task(self, description: str, total: float | None = None) -> int:
+        return 0
+
+    def advance(self, task: int, advance: float = 1) -> None:
+        return None
+
+    def update(self, task: int, total: float | None = None) -> None:
+        return None
+
+
+def _progress() -> Any:
+    if not err_console.is_terminal:
+        return _Unseen()
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     return Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=err_console, transient=True, disable=not err_console.is_terminal,
+        console=err_console, transient=True,
     )
 
 

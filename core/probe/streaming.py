@@ -105,6 +105,7 @@ def _open(plan: PairPlan, request: CompareRequest, registries: Registries,
     try:
         target = readers[0].stream(plan.target, with_stack=True)
         if target is not None:
+            target.skipped_entries  # noqa: B018 - computed here while the child indexes the golden dump
             for analyzer in analyzers:
                 if hasattr(analyzer, "prefetch"):
                     analyzer.prefetch(plan.target)

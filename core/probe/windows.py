@@ -16,7 +16,6 @@ shift later numbers, so it stops the streamed compare (:class:`NotStreamable`).
 
 from __future__ import annotations
 
-from array import array
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
@@ -24,7 +23,7 @@ from operator import attrgetter
 from typing import Any
 
 from probe.errors import NotStreamable
-from probe.formats.msprobe.stream import StreamedDump
+from probe.formats.msprobe.stream import StreamedDump, entry_keys
 from probe.formats.msprobe.names import backward_stem, renumbered
 from probe.match import backward_numbers, backward_renames, match_exact
 from probe.model import Pair, Row, RowList
@@ -40,14 +39,29 @@ def nested_prefixes(key: str) -> list[str]:
     """Dotted proper prefixes of an entry key that are entry keys whose rows ``key``'s rows could
     share keys with (a prefix followed by ``input``/``output``/``parameters``, or a parameter-gradient
     entry); empty for every name msProbe writes."""
-    if not any(part in key for part in _INNER):
-        return []
+    if ".input." not in key and ".output." not in key and ".parameters." not in key and ".parameters_grad." not in key:
+        return []  # see _INNER
+    if "forward" not in key and "backward" not in key and key.count("parameters_grad") == 1:
+        return _gradient_prefixes(key)
     parts = key.split(".")
     found = []
     for i in range(3, len(parts)):
         if (parts[i - 1] in _KINDS or parts[i - 2] in _KINDS) and (
                 parts[i] in ("input", "output", "parameters") or "parameters_grad" in (parts[i - 1], parts[i - 2])):
             found.append(".".join(parts[:i]))
+    return found
+
+
+def _gradient_prefixes(key: str) -> list[str]:
+    """:func:`nested_prefixes` of a key whose one entry-kind component, if any, is its only
+    ``parameters_grad`` (a parameter-gradient entry's key), without splitting it (a third of the time)."""
+    at = key.find(".parameters_grad.")
+    if at < 0:
+        return []  # no such component, or the first or last one: nothing nests
+    found = [key[:at + 16]] if key.find(".", 0, at) >= 0 else []  # at least three components
+    dot = key.find(".", at + 17)
+    if dot >= 0:
+        found.append(key[:dot])
     return found
 
 
@@ -82,15 +96,11 @@ class GoldenIndex:
         self.dump = dump
         names = dump.names
         count = len(names)
-        self.numbers = array("i", [-1]) * count
+        keys, self.numbers, dump.skipped = entry_keys(names)
         """Each backward entry's number among those of its stem (the call index of its key); -1 for others."""
-        keys = list(names)
-        for position, stem, api, number in backward_numbers(names, {}):
-            self.numbers[position] = number
-            keys[position] = renumbered(stem, api, number)
         # entry keys by their hashes (sorted) rather than in a dict: 12 bytes an entry, no strings kept
         hashes = np.fromiter(map(hash, keys), np.int64, count)
-        order = np.argsort(hashes, kind="stable")
+        order = np.argsort(hashes)  # any order of equal hashes: they stop the streamed compare below
         self.order = order.astype(np.int32) if count < 1 << 31 else order
         self.hashes = hashes[order]
         if count > 1 and bool((self.hashes[1:] == self.hashes[:-1]).any()):

@@ -16,7 +16,7 @@ from probe.errors import InputError
 from probe.formats.msprobe.flatten import flatten_entries, row_limit
 from probe.formats.msprobe.names import MINDSPORE_PREFIXES
 from probe.formats.msprobe.stack import load_stack
-from probe.formats.msprobe.stream import StreamedDump, skipped_names
+from probe.formats.msprobe.stream import StreamedDump
 from probe.jsonio import MemberMisplaced, open_regular, read_json_member
 from probe.memberindex import index_member
 from probe.model import DumpInfo, FlatDump, Row, RowList
@@ -116,7 +116,7 @@ class MsprobeJsonReader:
         stack = load_stack(path.parent / "stack.json") if with_stack else None
         if stack:  # keyed by the index's own name strings (only the dump's entries are looked up)
             stack = {name: stack[name] for name in index.names if name in stack}
-        return StreamedDump(info, index, stack, index.opens_with(b'"md5"'), skipped_names(index.names))
+        return StreamedDump(info, index, stack, index.opens_with(b'"md5"'))
 
 
 def _infer_framework(info: DumpInfo, rows: list[Row]) -> DumpInfo:
