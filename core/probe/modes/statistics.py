@@ -238,6 +238,13 @@ class StatisticsMode:
     def judge(self, group: list[RowResult]) -> None:
         judge_group(group)
 
+    def judge_entries(self, records: Sequence[RowResult], starts: list[int]) -> None:
+        """Judge the rows of many entries at once, ``starts`` the index of each one's first row
+        (see :func:`probe.modes.stat_judge.judge_entries`)."""
+        from probe.modes.stat_judge import judge_entries  # numpy
+
+        judge_entries(records, starts)
+
     @staticmethod
     def _cross_rules(inputs: list[RowResult], outputs: list[RowResult]) -> tuple[list, list]:
         """The NormRelativeErr rules over an entry's matched inputs and outputs (what
