@@ -1,15 +1,14 @@
-"""Statistics mode's Result rules over the rows of many entries at once (whole columns, numpy).
+"""The columns statistics mode's Result rules read, over the rows of many entries at once (numpy).
 
 :func:`probe.modes.statistics.judge_group` judges one entry a row at a time. Most entries of
 a real dump hold only rows whose eight statistics are finite floats (or ints, or ``None``),
-matched and computed when read (:class:`~probe.modes.statistics.StatRowResult`); for those the rules reduce to
-array work: rule 1 (nan/inf) cannot fire, the NormRelativeErr fractions are one float64
-expression of the two Norm columns (the same IEEE operations as the per-row code), the cross
-rules are maxima per entry, and rules 3-6 need only the rows whose dtype, shape or
-requires_grad differ, or whose dtype is a class (a scalar argument). Rows with other
-statistics (text, booleans, nan, inf) take the per-row part of the rules one by one; an entry
-with an unmatched row, or one whose metrics were set, goes through ``judge_group``. The statistics matrices made here (:func:`stat_matrix`) are kept for
-the CSV rendering of the same rows.
+matched and computed when read (:class:`~probe.modes.statistics.StatRowResult`); for those the
+rules reduce to array work (:class:`EntryColumns`): rule 1 (nan/inf) and the "not compared"
+mark cannot apply, the NormRelativeErr fractions are one float64 expression of the two Norm
+columns (the same IEEE operations as the per-row code), the cross rules are maxima per
+entry, and rules 3-6 need only the rows whose dtype, shape or requires_grad differ, or whose
+dtype is a class (a scalar argument). The statistics matrices made here (:func:`stat_matrix`)
+are kept for the CSV rendering of the same rows.
 """
 
 from __future__ import annotations
@@ -20,110 +19,102 @@ from operator import attrgetter, eq, is_, is_not
 
 import numpy as np
 
-from probe.model import ERROR, WARNING
 from probe.modes import common
 from probe.modes.stat_columns import FLOAT, INT, NONE, stat_matrix
-from probe.modes.statistics import (MSG_NORM_OUTPUT, MSG_NORM_RATIO, StatRowResult, judge_group,
-                                    norm_fractions, structure_rules)
 from probe.result import RowResult
 
 _PAIR, _TARGET, _GOLDEN = attrgetter("pair"), attrgetter("target"), attrgetter("golden")
 _STATE, _STATS = attrgetter("state"), attrgetter("stats")
 _STORED = RowResult.metrics.__get__
-"""The metrics a row holds (``None``: a :class:`StatRowResult` computes them when read)."""
+"""The metrics a row holds (``None``: computed when read)."""
+_ALL, _OUTPUTS, _SKIP = 0, 1, 2
+"""Rules an entry's API takes: all, the outputs' rules 1 and 3-6 only, none."""
 
 
-def judge_entries(records: Sequence[RowResult], starts: list[int]) -> None:
-    """Judge the rows of every entry of ``records`` as ``judge_group`` judges each entry
-    (``starts``: the index of each entry's first row, see :func:`probe.judge.entry_starts`).
+class EntryColumns:
+    """What the statistics rules read, as columns over the rows of many entries (each entry's
+    rows consecutive, ``starts`` the index of each one's first row).
 
-    Messages on a row come in ``judge_group``'s order: the "not compared" mark and rule 1
-    (nan/inf; only rows with other statistics than finite numbers or ``None``, one by one),
-    the early NormRelativeErr rule, rules 3-6, the late rule.
+    ``lazy_class`` is the row class whose metrics are computed when read. Entries with a row
+    of another class, unmatched or with metrics set, are left to the per-entry judge
+    (:meth:`slow_entries`); rows with statistics other than finite numbers or ``None``, to
+    the per-row rules (:meth:`other_rows`, then :meth:`set_fractions`); :meth:`hits` gives
+    the rows where the cross rules and rules 3-6 apply.
     """
-    n = len(records)
-    if not n:
-        return
-    pairs = list(map(_PAIR, records))
-    targets = list(map(_TARGET, pairs))
-    goldens = list(map(_GOLDEN, pairs))
-    lazy = _lazy(records, goldens)
-    if lazy is None:
-        lazy_targets, lazy_goldens = targets, goldens
-    else:
-        lazy_targets, lazy_goldens = list(compress(targets, lazy)), list(compress(goldens, lazy))
-    fast = np.zeros(n, dtype=bool)
-    plain = np.zeros(n)
-    counted = np.zeros(n)
-    suspicious = np.zeros(n, dtype=bool)
-    if lazy_targets:
-        (t, t_kind), (g, g_kind) = stat_matrix(list(map(_STATS, lazy_targets))), stat_matrix(list(map(_STATS, lazy_goldens)))
-        where = slice(None) if lazy is None else np.fromiter(lazy, dtype=bool, count=n)
+
+    def __init__(self, records: Sequence[RowResult], starts: list[int], lazy_class: type) -> None:
+        n = self.n = len(records)
+        self.starts = starts
+        pairs = list(map(_PAIR, records))
+        targets = list(map(_TARGET, pairs))
+        goldens = list(map(_GOLDEN, pairs))
+        lazy = _lazy(records, goldens, lazy_class)
+        if lazy is None:
+            lazy_targets, lazy_goldens = targets, goldens
+        else:
+            lazy_targets, lazy_goldens = list(compress(targets, lazy)), list(compress(goldens, lazy))
+        fast = np.zeros(n, dtype=bool)
+        self.plain, self.counted = np.zeros(n), np.zeros(n)
+        self.suspicious = np.zeros(n, dtype=bool)
+        if lazy_targets:
+            (t, t_kind), (g, g_kind) = (stat_matrix(list(map(_STATS, lazy_targets))),
+                                        stat_matrix(list(map(_STATS, lazy_goldens))))
+            where = slice(None) if lazy is None else np.fromiter(lazy, dtype=bool, count=n)
+            with np.errstate(all="ignore"):
+                fast[where] = _plain(t, t_kind) & _plain(g, g_kind) & (t_kind[:, 3] == g_kind[:, 3])
+                d, i = t[:, 3], g[:, 3]
+                # "0" for equal values (zeros of one sign) and for None against None, as the per-row code
+                exact = ((d == i) & ((d != 0) | (np.signbit(d) == np.signbit(i)))) | (t_kind[:, 3] == NONE)
+                infinite = ~exact & (i == 0)
+                fraction = np.where(exact | infinite, 0.0, np.abs((d - i) / i * 100) / 100)
+            self.plain[where] = fraction
+            self.counted[where] = np.where(infinite, np.inf, fraction)
+            self.suspicious[where] = [t.dtype != g.dtype or t.shape != g.shape or t.requires_grad != g.requires_grad
+                                      or "class" in t.dtype for t, g in zip(lazy_targets, lazy_goldens)]
+        self.kinds = np.fromiter(map(_api_rules, (targets[start].entry for start in starts)), dtype=np.int8,
+                                 count=len(starts))
+        self.sizes = np.diff(starts + [n])
+        self.group_kind = np.repeat(self.kinds, self.sizes)
+        self.output = np.fromiter(map(eq, map(_STATE, targets), repeat("output")), dtype=bool, count=n)
+        if lazy is None:
+            self.whole = np.ones(len(starts), dtype=bool)
+        else:
+            self.whole = np.logical_and.reduceat(np.fromiter(lazy, dtype=bool, count=n), starts)
+            fast |= ~np.repeat(self.whole, self.sizes)  # left to the per-entry judge
+        self.fast = fast
+
+    def slow_entries(self) -> list[tuple[int, int]]:
+        """``(start, stop)`` of the entries the per-entry judge takes (a row not computed when read)."""
+        starts, n = self.starts, self.n
+        return [(starts[k], starts[k + 1] if k + 1 < len(starts) else n) for k in np.flatnonzero(~self.whole).tolist()]
+
+    def other_rows(self) -> list[tuple[int, bool, bool]]:
+        """``(index, skipped, rule 1 applies)`` of the rows of the other entries whose statistics are
+        not all finite numbers or ``None`` (text, booleans, nan, inf...): their per-row rules come first."""
+        rows = np.flatnonzero(~self.fast)
+        kinds = self.group_kind[rows]
+        return list(zip(rows.tolist(), (kinds == _SKIP).tolist(), ((kinds == _ALL) | self.output[rows]).tolist()))
+
+    def set_fractions(self, index: int, fractions: tuple[float, float]) -> None:
+        """The NormRelativeErr fractions (``norm_fractions``) of an :meth:`other_rows` row."""
+        self.plain[index], self.counted[index] = fractions
+
+    def hits(self) -> tuple[list[int], list[int], list[int]]:
+        """The rows the early NormRelativeErr rule fails, those rules 3-6 run on, those the late rule fails."""
+        starts, sizes, output, kinds, plain = self.starts, self.sizes, self.output, self.kinds, self.plain
+        whole = self.whole & (kinds != _SKIP)  # entries of skipped APIs take no further rule
+        norms = whole & (kinds == _ALL)
+        norm_in = np.maximum.reduceat(np.where(output, 0.0, plain), starts)
+        norm_out = np.maximum.reduceat(np.where(output, plain, -1.0), starts)
         with np.errstate(all="ignore"):
-            fast[where] = (_plain(t, t_kind) & _plain(g, g_kind) & (t_kind[:, 3] == g_kind[:, 3]))
-            d, i = t[:, 3], g[:, 3]
-            # "0" for equal values (zeros of one sign) and for None against None, as the per-row code
-            exact = ((d == i) & ((d != 0) | (np.signbit(d) == np.signbit(i)))) | (t_kind[:, 3] == NONE)
-            infinite = ~exact & (i == 0)
-            fraction = np.where(exact | infinite, 0.0, np.abs((d - i) / i * 100) / 100)
-        plain[where] = fraction
-        counted[where] = np.where(infinite, np.inf, fraction)
-        suspicious[where] = [t.dtype != g.dtype or t.shape != g.shape or t.requires_grad != g.requires_grad
-                             or "class" in t.dtype for t, g in zip(lazy_targets, lazy_goldens)]
-    # per entry: which rules apply (its API); entries with rows not computed when read go through judge_group
-    kinds = np.fromiter(map(_api_rules, (targets[start].entry for start in starts)), dtype=np.int8, count=len(starts))
-    sizes = np.diff(starts + [n])
-    group_kind = np.repeat(kinds, sizes)
-    output = np.fromiter(map(eq, map(_STATE, targets), repeat("output")), dtype=bool, count=n)
-    if lazy is not None:
-        whole = np.logical_and.reduceat(np.fromiter(lazy, dtype=bool, count=n), starts)
-        for start, stop in _slow_groups(whole, starts, n):
-            judge_group(records[start:stop])
-        fast |= ~np.repeat(whole, sizes)  # done
-    else:
-        whole = np.ones(len(starts), dtype=bool)
-    for index in np.flatnonzero(~fast).tolist():  # other statistics (text, bool, nan, inf...): row by row
-        plain[index], counted[index] = _row_rules(records[index], group_kind[index], output[index])
-    whole &= kinds != _SKIP  # entries of skipped APIs take no further rule
-    group_whole = np.repeat(whole, sizes)
-    norms = whole & (kinds == _ALL)
-    norm_in = np.maximum.reduceat(np.where(output, 0.0, plain), starts)
-    norm_out = np.maximum.reduceat(np.where(output, plain, -1.0), starts)
-    has_output = np.logical_or.reduceat(output, starts)
-    with np.errstate(all="ignore"):
-        ratio = ((norm_in == 0) & (norm_out > 0.1)) | ((norm_in > 0) & (norm_out / norm_in > 10))
-    early = output & (counted > 0.5) & np.repeat(norms & (norm_in < 0.1), sizes)
-    checked = suspicious & group_whole & (output | (group_kind == _ALL))
-    late_groups = norms & has_output & ratio
-    top = output & (plain == np.repeat(norm_out, sizes)) & np.repeat(late_groups, sizes)
-    late = np.zeros(n, dtype=bool)
-    if top.any():
-        rows = np.flatnonzero(top)
-        group_of = np.repeat(np.arange(len(starts)), sizes)[rows]
-        late[rows[np.unique(group_of, return_index=True)[1]]] = True  # the first output at the maximum
-    for index in np.flatnonzero(early).tolist():
-        records[index].raise_to(ERROR, MSG_NORM_OUTPUT)
-    for index in np.flatnonzero(checked).tolist():
-        structure_rules(records[index])
-    for index in np.flatnonzero(late).tolist():
-        records[index].raise_to(WARNING, MSG_NORM_RATIO)
-
-
-def _row_rules(r: RowResult, kind: int, output: bool) -> tuple[float, float]:
-    """What ``judge_group``'s pass over the rows does to a row whose statistics are not all finite
-    numbers or ``None``: the "not compared" mark and rule 1; its :func:`norm_fractions`."""
-    t, g = r.pair.target, r.pair.golden
-    reason = common.not_compared_reason(r)
-    if reason:
-        r.mark_not_compared(reason)
-    if kind == _SKIP:
-        return 0.0, 0.0  # not read
-    if kind == _ALL or output:
-        nan_or_inf = common.is_nan_or_inf
-        if (not (nan_or_inf(g.stats[0]) or nan_or_inf(g.stats[1]))
-                and (nan_or_inf(t.stats[0]) or nan_or_inf(t.stats[1]))):
-            r.raise_to(ERROR, common.MSG_NAN_INF)
-    return norm_fractions(r)
+            ratio = ((norm_in == 0) & (norm_out > 0.1)) | ((norm_in > 0) & (norm_out / norm_in > 10))
+        early = output & (self.counted > 0.5) & np.repeat(norms & (norm_in < 0.1), sizes)
+        checked = self.suspicious & np.repeat(whole, sizes) & (output | (self.group_kind == _ALL))
+        late_groups = norms & np.logical_or.reduceat(output, starts) & ratio
+        top = np.flatnonzero(output & (plain == np.repeat(norm_out, sizes)) & np.repeat(late_groups, sizes))
+        group_of = np.repeat(np.arange(len(starts)), sizes)[top]
+        late = top[np.unique(group_of, return_index=True)[1]]  # the first output at the entry's maximum
+        return np.flatnonzero(early).tolist(), np.flatnonzero(checked).tolist(), late.tolist()
 
 
 def _plain(values: np.ndarray, kinds: np.ndarray) -> np.ndarray:
@@ -131,26 +122,16 @@ def _plain(values: np.ndarray, kinds: np.ndarray) -> np.ndarray:
     return ((kinds == INT) | (kinds == NONE) | ((kinds == FLOAT) & np.isfinite(values))).all(1)
 
 
-def _lazy(records: Sequence[RowResult], goldens: list) -> list[bool] | None:
-    """Which records are matched rows whose metrics are computed when read (``None``: all)."""
-    if (all(map(is_, map(type, records), repeat(StatRowResult))) and all(map(is_not, goldens, repeat(None)))
+def _lazy(records: Sequence[RowResult], goldens: list, lazy_class: type) -> list[bool] | None:
+    """Which records are matched ``lazy_class`` rows without metrics set (``None``: all)."""
+    if (all(map(is_, map(type, records), repeat(lazy_class))) and all(map(is_not, goldens, repeat(None)))
             and all(map(is_, map(_STORED, records, repeat(RowResult)), repeat(None)))):
         return None
-    return [r.__class__ is StatRowResult and g is not None and _STORED(r, RowResult) is None
+    return [r.__class__ is lazy_class and g is not None and _STORED(r, RowResult) is None
             for r, g in zip(records, goldens)]
-
-
-_ALL, _OUTPUTS, _SKIP = 0, 1, 2
-"""Rules an entry's API takes: all, the outputs' rules 1 and 3-6 only, none."""
 
 
 def _api_rules(entry: str) -> int:
     parts = entry.split(".", 2)
     api = parts[1] if len(parts) > 1 else entry
     return _SKIP if api in common.SKIP_ALL_APIS else _OUTPUTS if api in common.OUTPUT_ONLY_APIS else _ALL
-
-
-def _slow_groups(whole: np.ndarray, starts: list[int], n: int) -> list[tuple[int, int]]:
-    """``(start, stop)`` of the entries that are not judged over columns."""
-    slow = np.flatnonzero(~whole).tolist()
-    return [(starts[k], starts[k + 1] if k + 1 < len(starts) else n) for k in slow]

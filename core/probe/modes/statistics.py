@@ -240,9 +240,7 @@ class StatisticsMode:
 
     def judge_entries(self, records: Sequence[RowResult], starts: list[int]) -> None:
         """Judge the rows of many entries at once, ``starts`` the index of each one's first row
-        (see :func:`probe.modes.stat_judge.judge_entries`)."""
-        from probe.modes.stat_judge import judge_entries  # numpy
-
+        (see :func:`judge_entries`)."""
         judge_entries(records, starts)
 
     @staticmethod
@@ -471,6 +469,48 @@ def judge_group(group: list[RowResult], cross_rules: Any = None) -> None:
         structure_rules(r)
     for r, verdict, message in late:
         r.raise_to(verdict, message)
+
+
+def judge_entries(records: Sequence[RowResult], starts: list[int]) -> None:
+    """Judge the rows of every entry of ``records`` as :func:`judge_group` judges each entry,
+    mostly over whole columns (:class:`probe.modes.stat_judge.EntryColumns`); ``starts``: the
+    index of each entry's first row.
+
+    Messages on a row come in ``judge_group``'s order: the "not compared" mark and rule 1 (on
+    rows with other statistics than finite numbers or ``None``), the early NormRelativeErr
+    rule, rules 3-6, the late rule.
+    """
+    if not records:
+        return
+    from probe.modes.stat_judge import EntryColumns  # numpy
+
+    columns = EntryColumns(records, starts, StatRowResult)
+    for start, stop in columns.slow_entries():
+        judge_group(records[start:stop])
+    for index, skipped, nan_rule in columns.other_rows():
+        columns.set_fractions(index, _row_rules(records[index], skipped, nan_rule))
+    early, checked, late = columns.hits()
+    for index in early:
+        records[index].raise_to(ERROR, MSG_NORM_OUTPUT)
+    for index in checked:
+        structure_rules(records[index])
+    for index in late:
+        records[index].raise_to(WARNING, MSG_NORM_RATIO)
+
+
+def _row_rules(r: RowResult, skipped: bool, nan_rule: bool) -> tuple[float, float]:
+    """What :func:`judge_group`'s pass over the rows does to one row: the "not compared" mark,
+    rule 1 when ``nan_rule``; its :func:`norm_fractions` (unless its API is ``skipped``)."""
+    reason = common.not_compared_reason(r)
+    if reason:
+        r.mark_not_compared(reason)
+    if skipped:
+        return _NO_ERROR  # not read
+    t, g = r.pair.target.stats, r.pair.golden.stats
+    nan_or_inf = common.is_nan_or_inf
+    if nan_rule and not (nan_or_inf(g[0]) or nan_or_inf(g[1])) and (nan_or_inf(t[0]) or nan_or_inf(t[1])):
+        r.raise_to(ERROR, common.MSG_NAN_INF)
+    return norm_fractions(r)
 
 
 def structure_rules(r: RowResult) -> None:
