@@ -122,13 +122,23 @@ def _plain(values: np.ndarray, kinds: np.ndarray) -> np.ndarray:
     return ((kinds == INT) | (kinds == NONE) | ((kinds == FLOAT) & np.isfinite(values))).all(1)
 
 
-def _lazy(records: Sequence[RowResult], goldens: list, lazy_class: type) -> list[bool] | None:
-    """Which records are matched ``lazy_class`` rows without metrics set (``None``: all)."""
-    if (all(map(is_, map(type, records), repeat(lazy_class))) and all(map(is_not, goldens, repeat(None)))
+def lazy_rows(records: Sequence[RowResult], lazy_class: type) -> list[int]:
+    """The indices of the ``lazy_class`` records without metrics set (metrics computed when read)."""
+    if (all(map(is_, map(type, records), repeat(lazy_class)))
             and all(map(is_, map(_STORED, records, repeat(RowResult)), repeat(None)))):
+        return list(range(len(records)))
+    return [i for i, r in enumerate(records) if r.__class__ is lazy_class and _STORED(r, RowResult) is None]
+
+
+def _lazy(records: Sequence[RowResult], goldens: list, lazy_class: type) -> list[bool] | None:
+    """Which records are matched :func:`lazy_rows` (``None``: all)."""
+    rows = lazy_rows(records, lazy_class)
+    if len(rows) == len(records) and all(map(is_not, goldens, repeat(None))):
         return None
-    return [r.__class__ is lazy_class and g is not None and _STORED(r, RowResult) is None
-            for r, g in zip(records, goldens)]
+    lazy = [False] * len(records)
+    for index in rows:
+        lazy[index] = goldens[index] is not None
+    return lazy
 
 
 def _api_rules(entry: str) -> int:

@@ -257,11 +257,11 @@ class StatisticsMode:
         """The report as columns: what :meth:`render` gives row by row, the differences
         computed for all matched rows at once (see :mod:`probe.modes.stat_columns`)."""
         from probe.modes.stat_columns import difference_columns, stat_display_columns, stat_matrix  # numpy
+        from probe.modes.stat_judge import lazy_rows  # numpy
 
         columns = common.common_columns(records)
         metrics: list[list[Any]] = [[NA] * len(records) for _ in range(8)]
-        lazy = [i for i, r in enumerate(records)
-                if r.__class__ is StatRowResult and _STORED_METRICS.__get__(r, RowResult) is None]
+        lazy = lazy_rows(records, StatRowResult)
         if lazy and len(lazy) == len(records):  # every row matched: one matrix per side serves all columns
             targets = [r.pair.target.stats for r in records]
             goldens = [r.pair.golden.stats for r in records]
@@ -294,9 +294,9 @@ class StatisticsMode:
         already written as CSV text, one column of joined fields (see
         :func:`probe.modes.stat_columns.numeric_fields`)."""
         from probe.modes.stat_columns import numeric_fields  # numpy
+        from probe.modes.stat_judge import lazy_rows  # numpy
 
-        lazy = [i for i, r in enumerate(records)
-                if r.__class__ is StatRowResult and _STORED_METRICS.__get__(r, RowResult) is None]
+        lazy = lazy_rows(records, StatRowResult)
         targets, goldens = [r.pair.target for r in records], [r.pair.golden for r in records]
         columns = common.side_columns(targets, goldens)
         if len(lazy) == len(records):
