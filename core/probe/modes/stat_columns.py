@@ -58,8 +58,8 @@ def stat_matrix(stats: Sequence[tuple[Any, ...]]) -> StatMatrix:
     The last two matrices made (a window's two sides: made for the judge, used again by the
     report) are kept, read-only, with the statistics tuples they were made of; a call on the
     same tuples, or on a run of them that starts at a multiple of its length or ends with
-    them (what a report written in chunks asks for), takes its rows from there. Tuples are immutable, so
-    the same tuple objects always make the same matrix rows.
+    them (what a report written in chunks asks for), takes its rows from there. Tuples are
+    immutable, so the same tuple objects always make the same matrix rows.
     """
     kept = _kept(stats)
     if kept is not None:
