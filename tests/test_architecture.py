@@ -25,8 +25,9 @@ LAZY_CORE_MODULES = {
     ("probe/builtin/modes.py", "probe.modes.statistics"),
     ("probe/builtin/modes.py", "probe.modes.tensor"),
     # statistics rules are imported by the analyzers at start-up; its numpy column
-    # renderer only when a report is rendered
+    # renderer and judge only when rows are judged or a report is rendered
     ("probe/modes/statistics.py", "probe.modes.stat_columns"),
+    ("probe/modes/statistics.py", "probe.modes.stat_judge"),
     ("probe/builtin/exporters.py", "probe.export_stream"),
     ("probe/builtin/analysis.py", "probe.analysis.analyzers"),
     ("probe/builtin/analysis.py", "probe.analysis.merge"),

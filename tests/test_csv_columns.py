@@ -268,3 +268,30 @@ def test_column_like_the_one_before_as_other_sequences() -> None:
 
     text = csv_lines([["1.5", "x"], ("1.5", "x"), np.array([1.5, 2.0]), [1.5, 2.0]])
     assert text == "1.5,1.5,1.5,1.5\nx,x,2.0,2.0\n"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(*[stats] * 4), min_size=1, max_size=30), st.integers(1, 12), st.data())
+def test_kept_stat_matrix_equals_a_new_one(rows: list[tuple], size: int, data) -> None:
+    """A matrix taken from the kept ones (the same tuples, or a run of them) equals one made anew;
+    equal tuples that are other objects, or a run out of place, get a new one."""
+    import numpy as np
+
+    from probe.modes import stat_columns
+
+    def fresh(stats: list[tuple]) -> tuple[list, list]:
+        matrix = stat_columns._stat_matrix(stats)
+        return matrix.values.tolist(), matrix.kinds.tolist()
+
+    def same(a: tuple[list, list], b: tuple[list, list]) -> bool:  # NaN cells equal
+        return a[1] == b[1] and np.array_equal(np.array(a[0]), np.array(b[0]), equal_nan=True)
+
+    stat_columns.stat_matrix(rows)
+    for start in [*range(0, len(rows), size), data.draw(st.integers(0, len(rows) - 1))]:
+        run = rows[start:start + size]
+        got = stat_columns.stat_matrix(run)
+        assert same((got.values.tolist(), got.kinds.tolist()), fresh(run))
+        assert not got.values.flags.writeable
+    copies = [tuple(list(r)) for r in rows]  # equal tuples, other objects (tuple(list) makes a new one)
+    got = stat_columns.stat_matrix(copies)
+    assert same((got.values.tolist(), got.kinds.tolist()), fresh(copies))

@@ -163,3 +163,51 @@ def test_md5_compute_gives_the_checksum_cells(rows: list[tuple[object, bool, obj
         (p, (NA if p.target.md5 is None else p.target.md5,
              NA if p.golden is None or p.golden.md5 is None else p.golden.md5), RowResult(p, ()).verdict)
         for p in pairs]
+
+
+_FLOATS = st.one_of(st.floats(-1e3, 1e3), st.sampled_from([0.0, -0.0, 1.0, 2.0, 1e-3, 1e308, -1e308, 5e-324]))
+_WINDOW_STATS = st.one_of(_FLOATS, _FLOATS, _FLOATS, _STATS, st.none(), st.integers(-2**60, 2**60), st.just(2**53))
+
+
+_TENSOR_IN = ("input", "torch.float32", "[2]", "True", (1.0,) * 4)
+_TENSOR_OUT = ("output", "torch.float32", "[2]", "True", (1.0,) * 4)
+_NONE_NORM_INPUT = (_TENSOR_IN, _TENSOR_IN, [True] * 4, False, (1.0, 0.0, 0.5, None) * 2, True, 9)
+_FAILING_OUTPUT = (_TENSOR_OUT, _TENSOR_OUT, [True] * 4, False, (1.0, 0.0, 0.5, 3.0, 1.0, 0.0, 0.5, 1.0), True, 9)
+
+
+@settings(max_examples=300, deadline=None)
+@example(entries=[("linear", [_NONE_NORM_INPUT, _FAILING_OUTPUT])])  # a None norm on both sides: fraction 0
+@given(entries=st.lists(st.tuples(
+    st.sampled_from(["linear", "relu", "to", "all_to_all_single", "linear", "relu"]),
+    st.lists(st.tuples(_ROW, st.one_of(st.none(), _ROW, _ROW, _ROW), st.lists(st.booleans(), min_size=4, max_size=4),
+                       st.booleans(), st.tuples(*[_WINDOW_STATS] * 8), st.booleans(), st.integers(0, 9)),
+             min_size=1, max_size=5)), min_size=1, max_size=6))
+def test_window_judge_equals_the_judge_of_each_entry(entries: list) -> None:
+    """judge_entries over many entries (numpy columns) gives judge_group's verdicts, messages and notes."""
+    from probe.judge import judge_records
+
+    mode = StatisticsMode()
+    window, single = [], []
+    for number, (api, rows) in enumerate(entries):
+        entry = f"Functional.{api}.{number}.forward"
+        group_window, group_single = [], []
+        for i, (target, golden, same, qkv, stats, numeric, stored) in enumerate(rows):
+            if numeric:  # statistics of real tensors: mostly finite floats
+                target = target[:4] + (stats[:4],)
+                golden = None if golden is None else golden[:4] + (stats[4:],)
+            if golden is not None:
+                golden = tuple(t if keep else g for t, g, keep in zip(target, golden, same + [False]))
+            pair = Pair(_row(entry, i, target),
+                        None if golden is None else _row(entry, i, golden, "qkv" if qkv else ""))
+            for out in (group_window, group_single):
+                row = mode.compute([pair], _Ctx())[0]
+                if stored == 0 and golden is not None:
+                    row.metrics = ("0",) * 7 + ("75.0%",)
+                out.append(row)
+        window.extend(group_window)
+        single.append(group_single)
+    judge_records(mode, window, {"Functional.linear.0.forward": ["a.py"]})
+    for group in single:
+        judge_group(group)
+    for a, b in zip(window, [r for group in single for r in group]):
+        assert (a.verdict, a.messages, a.notes) == (b.verdict, b.messages, b.notes)

@@ -9,8 +9,8 @@ node-level verdict the graph shows (:func:`worst`, :func:`precision_index`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from itertools import groupby
-from operator import attrgetter
+from itertools import compress, groupby
+from operator import attrgetter, ne
 from typing import Any
 
 from probe.highlight import apply_highlight
@@ -26,25 +26,50 @@ def judge_records(mode: Any, records: Sequence[RowResult], stack: dict[str, list
     """Apply ``mode``'s Result rules to each entry's rows, in place, and attach the stack text.
 
     Rows of one entry are consecutive (target order). With stack info, the first row of
-    each entry carries ``str(lines)`` of its stack (``N/A`` when the entry has none).
+    each entry carries ``str(lines)`` of its stack (``N/A`` when the entry has none). A mode
+    with ``judge_entries(records, starts)`` judges all entries in one call (``starts``: the
+    index of each entry's first row).
     """
+    by_entries = getattr(mode, "judge_entries", None)
+    if by_entries is not None:
+        starts = entry_starts(records)
+        if stack is not None:
+            _attach_stacks(stack, [(_ENTRY(records[start]), records[start]) for start in starts])
+        by_entries(records, starts)
+        return
     by_row = getattr(mode, "judges_rows", False)  # rules that read one row at a time: every entry in one call
-    stack_text: dict[int, str] = {}  # entries of one stack group share the same list
+    texts: dict[int, str] = {}  # entries of one stack group share the same list
     for entry, group_iter in groupby(records, key=_ENTRY) if stack is not None or not by_row else ():
         group = None if by_row else list(group_iter)
         if stack is not None:
-            lines = stack.get(entry)
-            if lines is None:
-                text = NA
-            else:
-                text = stack_text.get(id(lines))
-                if text is None:
-                    text = stack_text[id(lines)] = str(lines)
-            (next(group_iter) if group is None else group[0]).extra["stack"] = text
+            _attach_stacks(stack, ((entry, next(group_iter) if group is None else group[0]),), texts)
         if group is not None:
             mode.judge(group)
     if by_row:
         mode.judge(list(records))
+
+
+def entry_starts(records: Sequence[RowResult]) -> list[int]:
+    """The index of the first row of each entry of ``records`` (an entry's rows are consecutive)."""
+    if not records:
+        return []
+    entries = list(map(_ENTRY, records))
+    return [0, *compress(range(1, len(entries)), map(ne, entries[1:], entries[:-1]))]
+
+
+def _attach_stacks(stack: dict[str, list[str]], firsts: Iterable[tuple[str, RowResult]],
+                   texts: dict[int, str] | None = None) -> None:
+    """Give each ``(entry, first row)`` the text of the entry's stack (``texts``: the texts made so far)."""
+    texts = {} if texts is None else texts
+    for entry, row in firsts:
+        lines = stack.get(entry)
+        if lines is None:
+            text = NA
+        else:
+            text = texts.get(id(lines))
+            if text is None:
+                text = texts[id(lines)] = str(lines)
+        row.extra["stack"] = text
 
 
 def judge_result(result: CompareResult, highlight: bool = False) -> CompareResult:

@@ -15,7 +15,8 @@ way (tested).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain, compress, repeat
+from itertools import chain, compress, islice, repeat
+from operator import is_
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -44,8 +45,46 @@ class StatMatrix(NamedTuple):
     kinds: np.ndarray
 
 
+KEEP_ROWS = 1 << 16
+"""A matrix of at most this many rows is kept for the next calls (see :func:`stat_matrix`)."""
+_KEPT: list[tuple[list[tuple[Any, ...]], StatMatrix]] = []
+_RUNS = 64
+"""Runs of a kept matrix looked at, at most (see :func:`_kept`)."""
+
+
 def stat_matrix(stats: Sequence[tuple[Any, ...]]) -> StatMatrix:
-    """:class:`StatMatrix` of rows of four statistics."""
+    """:class:`StatMatrix` of rows of four statistics.
+
+    The last two matrices made (a window's two sides: made for the judge, used again by the
+    report) are kept, read-only, with the statistics tuples they were made of; a call on the
+    same tuples, or on a run of them that starts at a multiple of its length or ends with
+    them (what a report written in chunks asks for), takes its rows from there. Tuples are
+    immutable, so the same tuple objects always make the same matrix rows.
+    """
+    kept = _kept(stats)
+    if kept is not None:
+        return kept
+    matrix = _stat_matrix(stats)
+    if 0 < len(stats) <= KEEP_ROWS:
+        matrix.values.flags.writeable = matrix.kinds.flags.writeable = False
+        _KEPT[:] = [(list(stats), matrix), *_KEPT[:1]]
+    return matrix
+
+
+def _kept(stats: Sequence[tuple[Any, ...]]) -> StatMatrix | None:
+    """The kept rows of ``stats``, when a kept matrix was made of the same tuple objects."""
+    size = len(stats)
+    first = stats[0] if size else None
+    for rows, matrix in _KEPT if size else ():
+        # runs at the start, at multiples of their size or at the end (a report written in equal chunks)
+        starts = range(0, len(rows) - size + 1, size) if len(rows) <= _RUNS * size else (0,)
+        for at in (*starts, len(rows) - size):
+            if at >= 0 and rows[at] is first and all(map(is_, stats, islice(rows, at, at + size))):
+                return StatMatrix(matrix.values[at:at + size], matrix.kinds[at:at + size])
+    return None
+
+
+def _stat_matrix(stats: Sequence[tuple[Any, ...]]) -> StatMatrix:
     flat = list(chain.from_iterable(stats))
     kinds = np.fromiter(map(_KIND_OF.get, map(type, flat), repeat(OTHER)), dtype=np.int8, count=len(flat))
     if (kinds == FLOAT).all():

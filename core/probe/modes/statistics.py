@@ -238,6 +238,11 @@ class StatisticsMode:
     def judge(self, group: list[RowResult]) -> None:
         judge_group(group)
 
+    def judge_entries(self, records: Sequence[RowResult], starts: list[int]) -> None:
+        """Judge the rows of many entries at once, ``starts`` the index of each one's first row
+        (see :func:`judge_entries`)."""
+        judge_entries(records, starts)
+
     @staticmethod
     def _cross_rules(inputs: list[RowResult], outputs: list[RowResult]) -> tuple[list, list]:
         """The NormRelativeErr rules over an entry's matched inputs and outputs (what
@@ -252,11 +257,11 @@ class StatisticsMode:
         """The report as columns: what :meth:`render` gives row by row, the differences
         computed for all matched rows at once (see :mod:`probe.modes.stat_columns`)."""
         from probe.modes.stat_columns import difference_columns, stat_display_columns, stat_matrix  # numpy
+        from probe.modes.stat_judge import lazy_rows  # numpy
 
         columns = common.common_columns(records)
         metrics: list[list[Any]] = [[NA] * len(records) for _ in range(8)]
-        lazy = [i for i, r in enumerate(records)
-                if r.__class__ is StatRowResult and _STORED_METRICS.__get__(r, RowResult) is None]
+        lazy = lazy_rows(records, StatRowResult)
         if lazy and len(lazy) == len(records):  # every row matched: one matrix per side serves all columns
             targets = [r.pair.target.stats for r in records]
             goldens = [r.pair.golden.stats for r in records]
@@ -289,9 +294,9 @@ class StatisticsMode:
         already written as CSV text, one column of joined fields (see
         :func:`probe.modes.stat_columns.numeric_fields`)."""
         from probe.modes.stat_columns import numeric_fields  # numpy
+        from probe.modes.stat_judge import lazy_rows  # numpy
 
-        lazy = [i for i, r in enumerate(records)
-                if r.__class__ is StatRowResult and _STORED_METRICS.__get__(r, RowResult) is None]
+        lazy = lazy_rows(records, StatRowResult)
         targets, goldens = [r.pair.target for r in records], [r.pair.golden for r in records]
         columns = common.side_columns(targets, goldens)
         if len(lazy) == len(records):
@@ -464,6 +469,48 @@ def judge_group(group: list[RowResult], cross_rules: Any = None) -> None:
         structure_rules(r)
     for r, verdict, message in late:
         r.raise_to(verdict, message)
+
+
+def judge_entries(records: Sequence[RowResult], starts: list[int]) -> None:
+    """Judge the rows of every entry of ``records`` as :func:`judge_group` judges each entry,
+    mostly over whole columns (:class:`probe.modes.stat_judge.EntryColumns`); ``starts``: the
+    index of each entry's first row.
+
+    Messages on a row come in ``judge_group``'s order: the "not compared" mark and rule 1 (on
+    rows with other statistics than finite numbers or ``None``), the early NormRelativeErr
+    rule, rules 3-6, the late rule.
+    """
+    if not records:
+        return
+    from probe.modes.stat_judge import EntryColumns  # numpy
+
+    columns = EntryColumns(records, starts, StatRowResult)
+    for start, stop in columns.slow_entries():
+        judge_group(records[start:stop])
+    for index, skipped, nan_rule in columns.other_rows():
+        columns.set_fractions(index, _row_rules(records[index], skipped, nan_rule))
+    early, checked, late = columns.hits()
+    for index in early:
+        records[index].raise_to(ERROR, MSG_NORM_OUTPUT)
+    for index in checked:
+        structure_rules(records[index])
+    for index in late:
+        records[index].raise_to(WARNING, MSG_NORM_RATIO)
+
+
+def _row_rules(r: RowResult, skipped: bool, nan_rule: bool) -> tuple[float, float]:
+    """What :func:`judge_group`'s pass over the rows does to one row: the "not compared" mark,
+    rule 1 when ``nan_rule``; its :func:`norm_fractions` (unless its API is ``skipped``)."""
+    reason = common.not_compared_reason(r)
+    if reason:
+        r.mark_not_compared(reason)
+    if skipped:
+        return _NO_ERROR  # not read
+    t, g = r.pair.target.stats, r.pair.golden.stats
+    nan_or_inf = common.is_nan_or_inf
+    if nan_rule and not (nan_or_inf(g[0]) or nan_or_inf(g[1])) and (nan_or_inf(t[0]) or nan_or_inf(t[1])):
+        r.raise_to(ERROR, common.MSG_NAN_INF)
+    return norm_fractions(r)
 
 
 def structure_rules(r: RowResult) -> None:
