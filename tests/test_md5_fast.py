@@ -170,7 +170,7 @@ def _runs(records: list[RowResult]) -> list[str]:
 
 
 class _ByEntry:
-    """Md5Mode judged entry by entry, as modes without ``judges_rows`` are."""
+    """Md5Mode judged entry by entry, as modes without ``judge_entries`` are."""
 
     def __init__(self) -> None:
         self.mode = Md5Mode()

@@ -123,8 +123,7 @@ class MetricMode(Protocol):
     list per column, equal to ``render`` row by row (exporters then write whole columns);
     ``csv_columns(records, with_stack, inf_text) -> [column, ...]``, the same with some columns
     already written as CSV text (one column of joined fields), which the CSV exporter prefers;
-    ``judges_rows = True`` when ``judge`` reads each row on its own, so that it may take the rows
-    of many entries in one call; ``judge_entries(records, starts)``, the rules over the rows of
+    ``judge_entries(records, starts)``, the rules over the rows of
     many entries at once (``starts``: the index of each entry's first row), used instead of
     ``judge`` when present.
     """

@@ -37,16 +37,12 @@ def judge_records(mode: Any, records: Sequence[RowResult], stack: dict[str, list
             _attach_stacks(stack, [(_ENTRY(records[start]), records[start]) for start in starts])
         by_entries(records, starts)
         return
-    by_row = getattr(mode, "judges_rows", False)  # rules that read one row at a time: every entry in one call
     texts: dict[int, str] = {}  # entries of one stack group share the same list
-    for entry, group_iter in groupby(records, key=_ENTRY) if stack is not None or not by_row else ():
-        group = None if by_row else list(group_iter)
+    for entry, group_iter in groupby(records, key=_ENTRY):
+        group = list(group_iter)
         if stack is not None:
-            _attach_stacks(stack, ((entry, next(group_iter) if group is None else group[0]),), texts)
-        if group is not None:
-            mode.judge(group)
-    if by_row:
-        mode.judge(list(records))
+            _attach_stacks(stack, ((entry, group[0]),), texts)
+        mode.judge(group)
 
 
 def entry_starts(records: Sequence[RowResult]) -> list[int]:

@@ -25,8 +25,6 @@ class Md5Mode:
     name = "md5"
     streams = True
     """Rows are computed and judged per entry: large dumps may be compared a window at a time."""
-    judges_rows = True
-    """Each row is judged on its own: :meth:`judge` takes the rows of many entries at once."""
 
     def accepts(self, target: FlatDump, golden: FlatDump) -> bool:
         return target.info.task == "statistics" and target.has_md5
@@ -51,7 +49,11 @@ class Md5Mode:
                 ctx.progress(min(PROGRESS_STEP, len(pairs) - start))
         return results
 
-    def judge(self, group: list[RowResult]) -> None:
+    def judge_entries(self, records: Sequence[RowResult], starts: list[int]) -> None:
+        """Every entry of ``records`` at once: each row is judged on its own."""
+        self.judge(records)
+
+    def judge(self, group: Sequence[RowResult]) -> None:
         for r in group:
             npu, bench = r.metrics
             if r.pair.golden is None:
