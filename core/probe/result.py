@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import compress
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, is_
 from pathlib import Path
 from typing import Any
 
@@ -343,3 +343,15 @@ class CompareRun:
 def analysable(result: CompareResult) -> bool:
     """Whether ``result`` holds row results with target/golden pairs (what the analyzers read)."""
     return bool(result.records) and hasattr(result.records[0], "pair")
+
+
+_stored_metrics = RowResult.metrics.__get__
+"""The metrics a row stores (``None`` when a subclass computes them when read)."""
+
+
+def lazy_rows(records: Sequence[RowResult], lazy_class: type) -> list[int]:
+    """The indices of the ``lazy_class`` records without metrics set (metrics computed when read)."""
+    if (all(map(is_, map(type, records), repeat(lazy_class)))
+            and all(map(is_, map(_stored_metrics, records, repeat(RowResult)), repeat(None)))):
+        return list(range(len(records)))
+    return [i for i, r in enumerate(records) if r.__class__ is lazy_class and _stored_metrics(r, RowResult) is None]

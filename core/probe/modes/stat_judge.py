@@ -15,17 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import compress, repeat
-from operator import attrgetter, eq, is_, is_not
+from operator import attrgetter, eq, is_not
 
 import numpy as np
 
 from probe.modes import common
 from probe.modes.stat_columns import FLOAT, INT, NONE, stat_matrix
-from probe.result import RowResult
+from probe.result import RowResult, lazy_rows
 
 _PAIR, _TARGET, _GOLDEN = attrgetter("pair"), attrgetter("target"), attrgetter("golden")
 _STATE, _STATS = attrgetter("state"), attrgetter("stats")
-_STORED = RowResult.metrics.__get__
 """The metrics a row holds (``None``: computed when read)."""
 _ALL, _OUTPUTS, _SKIP = 0, 1, 2
 """Rules an entry's API takes: all, the outputs' rules 1 and 3-6 only, none."""
@@ -120,14 +119,6 @@ class EntryColumns:
 def _plain(values: np.ndarray, kinds: np.ndarray) -> np.ndarray:
     """Rows of four finite floats, ints exact in float64 or ``None`` (no rule 1, no "not compared")."""
     return ((kinds == INT) | (kinds == NONE) | ((kinds == FLOAT) & np.isfinite(values))).all(1)
-
-
-def lazy_rows(records: Sequence[RowResult], lazy_class: type) -> list[int]:
-    """The indices of the ``lazy_class`` records without metrics set (metrics computed when read)."""
-    if (all(map(is_, map(type, records), repeat(lazy_class)))
-            and all(map(is_, map(_STORED, records, repeat(RowResult)), repeat(None)))):
-        return list(range(len(records)))
-    return [i for i, r in enumerate(records) if r.__class__ is lazy_class and _STORED(r, RowResult) is None]
 
 
 def _lazy(records: Sequence[RowResult], goldens: list, lazy_class: type) -> list[bool] | None:

@@ -9,7 +9,7 @@ from typing import Any
 from probe.csvtext import JoinedFields, column_texts
 from probe.model import ERROR, NA, PASS, WARNING, FlatDump, ModeContext, Pair
 from probe.modes import common
-from probe.result import UNMATCHED, RowResult
+from probe.result import UNMATCHED, RowResult, lazy_rows
 
 METRIC_COLUMNS = [
     "Max diff",
@@ -257,7 +257,6 @@ class StatisticsMode:
         """The report as columns: what :meth:`render` gives row by row, the differences
         computed for all matched rows at once (see :mod:`probe.modes.stat_columns`)."""
         from probe.modes.stat_columns import difference_columns, stat_display_columns, stat_matrix  # numpy
-        from probe.modes.stat_judge import lazy_rows  # numpy
 
         columns = common.common_columns(records)
         metrics: list[list[Any]] = [[NA] * len(records) for _ in range(8)]
@@ -294,7 +293,6 @@ class StatisticsMode:
         already written as CSV text, one column of joined fields (see
         :func:`probe.modes.stat_columns.numeric_fields`)."""
         from probe.modes.stat_columns import numeric_fields  # numpy
-        from probe.modes.stat_judge import lazy_rows  # numpy
 
         lazy = lazy_rows(records, StatRowResult)
         targets, goldens = [r.pair.target for r in records], [r.pair.golden for r in records]
