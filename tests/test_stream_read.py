@@ -13,9 +13,9 @@ from probe.errors import NotStreamable
 from probe.formats.msprobe.flatten import entry_kind, flatten_entries
 from probe.formats.msprobe.names import renumbered
 from probe.formats.msprobe.reader import MsprobeJsonReader
-from probe.formats.msprobe.stream import entry_keys, skipped_names
+from probe.formats.msprobe.stream import skipped_names
 from probe.match import assign_keys, backward_numbers, backward_renames
-from probe.windows import ALL_MET, GoldenIndex, TargetWindows, nested_prefixes, nestings
+from probe.windows import ALL_MET, GoldenIndex, TargetWindows, entry_keys, nested_prefixes, nestings
 from report_snapshots import collect
 from test_streaming import _DUMP, _NAMES, _write
 

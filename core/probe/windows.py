@@ -16,6 +16,7 @@ shift later numbers, so it stops the streamed compare (:class:`NotStreamable`).
 
 from __future__ import annotations
 
+from array import array
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
@@ -23,7 +24,7 @@ from operator import attrgetter
 from typing import Any
 
 from probe.errors import NotStreamable
-from probe.formats.msprobe.stream import StreamedDump, entry_keys
+from probe.formats.msprobe.stream import StreamedDump, skipped_names
 from probe.formats.msprobe.names import backward_stem, renumbered
 from probe.match import backward_numbers, backward_renames, match_exact
 from probe.model import Pair, Row, RowList
@@ -39,10 +40,8 @@ def nested_prefixes(key: str) -> list[str]:
     """Dotted proper prefixes of an entry key that are entry keys whose rows ``key``'s rows could
     share keys with (a prefix followed by ``input``/``output``/``parameters``, or a parameter-gradient
     entry); empty for every name msProbe writes."""
-    if ".input." not in key and ".output." not in key and ".parameters." not in key and ".parameters_grad." not in key:
-        return []  # see _INNER
-    if "forward" not in key and "backward" not in key and key.count("parameters_grad") == 1:
-        return _gradient_prefixes(key)
+    if not any(part in key for part in _INNER):
+        return []
     parts = key.split(".")
     found = []
     for i in range(3, len(parts)):
@@ -52,17 +51,16 @@ def nested_prefixes(key: str) -> list[str]:
     return found
 
 
-def _gradient_prefixes(key: str) -> list[str]:
-    """:func:`nested_prefixes` of a key whose one entry-kind component, if any, is its only
-    ``parameters_grad`` (a parameter-gradient entry's key), without splitting it (a third of the time)."""
-    at = key.find(".parameters_grad.")
-    if at < 0:
-        return []  # no such component, or the first or last one: nothing nests
-    found = [key[:at + 16]] if key.find(".", 0, at) >= 0 else []  # at least three components
-    dot = key.find(".", at + 17)
-    if dot >= 0:
-        found.append(key[:dot])
-    return found
+def entry_keys(names: Sequence[str]) -> tuple[list[str], array, list[str]]:
+    """All entry names of a dump: their keys, with backward entries renumbered as
+    :func:`probe.match.backward_renames` renumbers the whole dump; each backward entry's number
+    (``-1`` for the others); and :func:`~probe.formats.msprobe.stream.skipped_names`."""
+    keys = list(names)
+    numbers = array("i", [-1]) * len(names)
+    for position, stem, api, number in backward_numbers(names, {}):
+        numbers[position] = number
+        keys[position] = renumbered(stem, api, number)
+    return keys, numbers, skipped_names(names)
 
 
 def nestings(keys: Sequence[str]) -> Iterator[tuple[int, str]]:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
 from probe.errors import InputError, NotStreamable
-from probe.formats.msprobe.flatten import flatten_entries
+from probe.formats.msprobe.flatten import entry_kind, flatten_entries
 from probe.memberindex import MemberIndex
 from probe.model import DumpInfo, FlatDump, RowList
 
@@ -82,59 +81,6 @@ class StreamedDump:
         return entries
 
 
-_KINDS = frozenset(("forward", "backward", "parameters_grad"))
-"""The name components that tell an entry's kind (see :func:`probe.formats.msprobe.flatten.entry_kind`)."""
-
-
 def skipped_names(names: Sequence[str]) -> list[str]:
-    """Entry names a dump.json compare skips: those :func:`~probe.formats.msprobe.flatten.entry_kind`
-    finds no kind in (they do not look like dump entries); its test inlined (a quarter less time)."""
-    skipped = []
-    for name in names:
-        head, _, last = name.rpartition(".")
-        if last in _KINDS:
-            if "." in head:
-                continue
-        else:
-            _, dot, second = head.rpartition(".")
-            if dot and second in _KINDS:
-                continue
-        skipped.append(name)
-    return skipped
-
-
-def entry_keys(names: Sequence[str]) -> tuple[list[str], array, list[str]]:
-    """One pass over all entry names of a dump: their keys, with backward entries renumbered as
-    :func:`probe.match.backward_renames` renumbers the whole dump; each backward entry's number
-    (``-1`` for the others); and :func:`skipped_names`. Half the time of the three apart."""
-    keys = list(names)
-    numbers = array("i", [-1]) * len(names)
-    skipped: list[str] = []
-    counters: dict[str, int] = {}
-    count = counters.get
-    for position, name in enumerate(names):
-        head, _, last = name.rpartition(".")
-        if last in _KINDS:
-            if "." not in head:
-                skipped.append(name)
-                continue
-            if last != "backward" and "backward" not in head:
-                continue
-        stem, dot, second = head.rpartition(".")
-        if not dot:
-            skipped.append(name)  # fewer than three components
-            continue
-        if last == "backward":  # an API's backward call: X.api.N.backward (see names.backward_stem)
-            number = count(stem, 0)
-            key = f"{stem}.{number}.backward"
-        elif second == "backward":  # a module's: Module.path.Class.backward.N
-            number = count(stem, 0)
-            key = f"{stem}.backward.{number}"
-        else:
-            if second not in _KINDS and last not in _KINDS:
-                skipped.append(name)
-            continue
-        counters[stem] = number + 1
-        numbers[position] = number
-        keys[position] = key
-    return keys, numbers, skipped
+    """Entry names a dump.json compare skips (they do not look like dump entries)."""
+    return [name for name in names if entry_kind(name) is None]
