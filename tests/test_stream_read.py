@@ -172,3 +172,48 @@ def test_streamed_dumps_skip_the_entries_a_whole_read_skips(tmp_path, entries) -
     except NotStreamable:  # keys that repeat once renumbered
         return
     assert golden.dump.header().skipped_entries == whole
+
+
+def _index_by_regex(raw: bytes, body: int, end: int) -> tuple[list[str], list[int]] | None:
+    """The entry scan as one regex pass (what :func:`memberindex.index_member` gives)."""
+    names, starts = [], []
+    try:
+        for match in memberindex._ENTRY.finditer(raw, body, end):
+            names.append(match[1].decode())
+            starts.append(match.start())
+    except UnicodeDecodeError:
+        return None
+    if not starts or starts[0] != body or len(set(names)) != len(names):
+        return None
+    return names, starts
+
+
+_NAME_TEXT = st.one_of(st.text(st.sampled_from('ab.\\"\n é'), max_size=8),
+                       st.text(st.sampled_from("abc._0"), min_size=80, max_size=130))
+_LINE = st.one_of(
+    _NAME_TEXT.map(lambda n: b'  "' + n.encode() + b'": {'),
+    _NAME_TEXT.map(lambda n: b'  "' + n.encode() + b'": null,'),
+    _NAME_TEXT.map(lambda n: b'  "' + n.encode() + b'":{'),
+    _NAME_TEXT.map(lambda n: b'  "' + n.encode() + b'"'),
+    _NAME_TEXT.map(lambda n: b'   "' + n.encode() + b'": 1,'),
+    st.binary(max_size=12).map(lambda b: b'  "' + b),
+    st.sampled_from([b"  }", b"   [", b'  "\xff": {', b'  "a\xc3": 1', b"", b"  ", b'  "']),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(_LINE, max_size=30), block=st.sampled_from([7, 64, 1 << 20]), scan=st.sampled_from([5, 200, 1 << 26]),
+       batch=st.sampled_from([1, 3, 16384]))
+def test_entry_scan_equals_one_regex_pass(lines, block, scan, batch, tmp_path, monkeypatch) -> None:
+    """The word-compare scan with names cut in bulk finds exactly the regex's entries, whatever the
+    lines (escapes, long names, no ``": ``, bad UTF-8) and wherever blocks and pieces are cut."""
+    monkeypatch.setattr(memberindex, "BLOCK_BYTES", block)
+    monkeypatch.setattr(memberindex, "SCAN_BYTES", scan)
+    monkeypatch.setattr(memberindex, "_NAME_BATCH", batch)
+    raw = b'{\n "task": "statistics",\n "data": {\n  "first": {' + b"\n".join([b""] + lines + [b'   "pad": "' + b"x" * 120 + b'"']) + b"\n }\n}\n"
+    path = tmp_path / "dump.json"
+    path.write_bytes(raw)
+    body, end = memberindex.member_span(raw, "data", last=True)
+    index = memberindex.index_member(path, "data")
+    expected = _index_by_regex(raw, body, end)
+    assert (index.names, list(index.starts)) == expected if expected else index is None

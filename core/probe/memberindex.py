@@ -142,15 +142,13 @@ def index_member(path: Path, key: str) -> MemberIndex | None:
     body, end = span
     names: list[str] = []
     starts = array("q")
-    add_name, add_start = names.append, starts.append  # bound once: 200k entries take 4 % less
     begin = body
     try:
         while begin < end:
             stop = raw.find(b'\n  "', begin + SCAN_BYTES, end) if end - begin > SCAN_BYTES else end
             stop = end if stop < 0 else stop
-            for match in _ENTRY.finditer(raw, begin, stop):
-                add_name(match[1].decode())
-                add_start(match.start())
+            for lo in range(begin, stop, BLOCK_BYTES):
+                _scan(raw, lo, min(lo + BLOCK_BYTES, stop), stop, names, starts)
             release(raw, begin, stop)
             begin = stop
     except UnicodeDecodeError:
@@ -158,6 +156,88 @@ def index_member(path: Path, key: str) -> MemberIndex | None:
     if not starts or starts[0] != body or len(set(names)) != len(names):
         return None
     return MemberIndex(raw, names, starts, end, path)
+
+
+BLOCK_BYTES = 4 << 20
+"""The scan looks for entry starts in blocks of this much text (its temporaries stay small)."""
+_NAME_BYTES = 96
+"""Names are read in bulk from this many bytes after their opening quote (a longer one is read
+by :data:`_ENTRY`)."""
+_NAME_BATCH = 16384
+"""Names are cut for at most this many starts at a time (their temporaries stay small)."""
+_START_WORD = int.from_bytes(b'\n  "', "little")
+
+
+def _scan(raw: Any, lo: int, hi: int, stop: int, names: list[str], starts: array) -> None:
+    """Append the names and offsets of the :data:`_ENTRY` matches of ``raw[:stop]`` that start in
+    ``lo:hi``, in order: exactly what ``_ENTRY.finditer(raw, lo, stop)`` gives for them.
+
+    Entry starts (``\\n  "``) are found with numpy (:func:`_starts`) and their names cut in bulk
+    (:func:`_plain_names`); a run of starts that are not all plainly entry lines with short names
+    takes the regex instead, start by start.
+    """
+    import numpy as np  # not at start-up
+
+    at = _starts(raw, lo, hi, stop)
+    match = _ENTRY.match
+    for first in range(0, len(at), _NAME_BATCH):
+        run = at[first:first + _NAME_BATCH]
+        plain = _plain_names(raw, run, stop)
+        if plain is not None:
+            names += plain
+            starts.frombytes(run.astype(np.int64).tobytes())
+            continue
+        for start in run.tolist():
+            found = match(raw, start, stop)
+            if found is not None:
+                names.append(found[1].decode())
+                starts.append(start)
+
+
+def _starts(raw: Any, lo: int, hi: int, stop: int) -> Any:
+    """Sorted offsets ``lo <= at < hi`` of ``\\n  "`` in ``raw[:stop]`` (4-byte words compared at
+    each of the four alignments)."""
+    import numpy as np
+
+    found = []
+    top = min(hi + 3, stop)
+    for shift in range(4):
+        count = (top - lo - shift) // 4
+        if count > 0:
+            words = np.frombuffer(raw, "<u4", count, lo + shift)
+            found.append(np.flatnonzero(words == _START_WORD) * 4 + (lo + shift))
+            del words  # no view of the mapping outlives the scan
+    return np.sort(np.concatenate(found)) if found else np.empty(0, np.int64)
+
+
+def _plain_names(raw: Any, at: Any, stop: int) -> list[str] | None:
+    """The names of the entries starting at ``at`` (each ``\\n  "`` then a name, ``"`` and ``: ``),
+    cut from the :data:`_NAME_BYTES` after each opening quote; ``None`` unless every start is such
+    a line, ending before ``stop``, with a name that fits, holds no backslash nor newline and
+    decodes (the regex then decides)."""
+    import numpy as np
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    width = _NAME_BYTES
+    if not len(at) or int(at[-1]) + 4 + width > len(raw):
+        return None
+    text = np.frombuffer(raw, np.uint8)
+    rows = sliding_window_view(text, width)[at + 4]  # a copy: the bytes after each opening quote
+    del text
+    quote = (rows == 34).argmax(axis=1)  # the first '"' (0 when none)
+    line = np.arange(len(rows))
+    plain = (rows[line, quote] == 34) & (quote <= width - 3) & (at + quote + 7 <= stop)
+    plain &= (rows[line, np.minimum(quote + 1, width - 1)] == 58) & (rows[line, np.minimum(quote + 2, width - 1)] == 32)
+    if not plain.all():
+        return None
+    rows[line, quote] = 10  # each name ends with a newline
+    cut = rows[np.arange(width) <= quote[:, None]].tobytes()
+    if b"\\" in cut or cut.count(b"\n") != len(rows):
+        return None
+    try:
+        return cut.decode().split("\n")[:-1]
+    except UnicodeDecodeError:
+        return None
 
 
 def _map(path: Path) -> mmap.mmap | None:
