@@ -100,6 +100,8 @@ def _open(plan: PairPlan, request: CompareRequest, registries: Registries,
                stages.pick_reader(plan.golden, registries, plan.golden_reader_name))
     if not all(hasattr(r, "stream") for r in readers):
         return None
+    import numpy  # noqa: F401 - both processes index with it: imported once, before the fork
+
     # the golden dump is indexed in a forked child while this process indexes the target
     side = runtime.start(_indexed_golden, readers[1], plan.golden)
     try:
