@@ -101,3 +101,16 @@ def test_safe_csv_writer_never_writes_a_bare_cr_or_a_formula():
     assert "\r" not in text
     rows = list(csv.reader(io.StringIO(text)))
     assert rows == [["a\nb", "'=HYPERLINK(1)", "1.5"], ["'\t=cmd", "-1.5", ""]]
+
+
+def test_a_full_disk_is_told_from_os_and_sqlite3_errors():
+    """sqlite3 is not imported at start-up; its "disk is full" still reads as no space."""
+    import errno
+    import sqlite3
+
+    from probe.io import no_space
+
+    assert no_space(OSError(errno.ENOSPC, "full"))
+    assert no_space(sqlite3.OperationalError("database or disk is full"))
+    assert not no_space(sqlite3.OperationalError("locked"))
+    assert not no_space(ValueError("disk is full"))

@@ -15,7 +15,7 @@ import itertools
 import os
 import re
 import shutil
-import sqlite3
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -130,7 +130,8 @@ def no_space(exc: BaseException) -> bool:
     """Whether ``exc`` says the disk (or quota) is full."""
     if isinstance(exc, OSError):
         return exc.errno in (errno.ENOSPC, errno.EDQUOT)
-    if isinstance(exc, sqlite3.Error):
+    sqlite3 = sys.modules.get("sqlite3")  # not imported at start-up: no sqlite3 error without it
+    if sqlite3 is not None and isinstance(exc, sqlite3.Error):
         return "disk is full" in str(exc)
     return False
 
