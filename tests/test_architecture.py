@@ -52,6 +52,8 @@ LAZY_CORE_MODULES = {
     ("probe/regression/commands.py", "probe.regression.diff"),
     ("probe/builtin/diagnose_command.py", "probe.viewer.chart"),
     ("probe/diagnosis/analyzer.py", "probe.viewer.chart"),
+    # the xlsx writer and its zip stream (about 3 ms at start-up), which a CSV report never uses
+    ("probe/exporters.py", "probe.xlsx"),
 }
 """(file, probe module) pairs kept lazy because the module imports numpy, yaml or rich."""
 

@@ -21,7 +21,6 @@ from probe.io import atomic_path, atomic_write, open_temp, temp_file
 from probe.modes.common import STACK_COLUMN, STAT_COLUMNS
 from probe.model import Summary
 from probe.result import CompareResult
-from probe.xlsx import XlsxWriter
 
 CSV_MAX_ROWS = 1_000_000
 CSV_INF = (" inf", " -inf")
@@ -266,6 +265,8 @@ class XlsxExporter:
             return self.write_rows(path, result.columns, self.cells(result), len(result))
         columns = result.columns
         highlight = columns.index(HIGHLIGHT_COLUMN) if HIGHLIGHT_COLUMN in columns else None
+        from probe.xlsx import XlsxWriter  # not at start-up: most compares write CSV
+
         out = atomic_path(path)
         with out as tmp, XlsxWriter(tmp) as book:
             for name, start, count in self._sheets(len(result)):
@@ -281,6 +282,8 @@ class XlsxExporter:
     def write_rows(self, path: Path, columns: list[str], rows: Iterator[list[Any]], total: int) -> list[Path]:
         """Write ``total`` sheet rows: one sheet, or equal parts past the row limit."""
         highlight = columns.index(HIGHLIGHT_COLUMN) if HIGHLIGHT_COLUMN in columns else None
+        from probe.xlsx import XlsxWriter
+
         out = atomic_path(path)
         with out as tmp, XlsxWriter(tmp) as book:
             for name, _, count in self._sheets(total):
