@@ -54,6 +54,9 @@ LAZY_CORE_MODULES = {
     ("probe/diagnosis/analyzer.py", "probe.viewer.chart"),
     # the xlsx writer and its zip stream (about 3 ms at start-up), which a CSV report never uses
     ("probe/exporters.py", "probe.xlsx"),
+    # the automatic matcher and the module tree reader, registered at start-up, used only by -am
+    ("probe/automatch/mapper.py", "probe.automatch.matcher"),
+    ("probe/automatch/mapper.py", "probe.graph.build"),
 }
 """(file, probe module) pairs kept lazy because the module imports numpy, yaml or rich."""
 

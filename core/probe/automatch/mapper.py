@@ -11,15 +11,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from probe.automatch.matcher import MatchResult, auto_match
 from probe.builtin.mappers import golden_key_lookup
 from probe.dumps import load_pair
 from probe.errors import InputError
-from probe.graph.build import read_construct
 from probe.stages import pick_reader
 from probe.model import FlatDump, KeyMap, MatchContext, Row
+
+if TYPE_CHECKING:
+    from probe.automatch.matcher import MatchResult
 
 log = logging.getLogger("probe")
 
@@ -54,6 +55,8 @@ def match_dumps(target: FlatDump, golden: FlatDump, normalizers: Iterable[Any] =
     ``normalizers``: the registered name normalizers (API tables tell which APIs of two
     frameworks are the same op).
     """
+    from probe.automatch.matcher import auto_match  # not at start-up: only --auto-match matches
+
     trees = (module_tree(target), module_tree(golden))
     return auto_match(target.rows, golden.rows, api_renamer(normalizers, target, golden), trees)
 
@@ -64,6 +67,8 @@ def module_tree(dump: FlatDump) -> dict[str, str | None] | None:
     A construct.json that cannot be used is named in a warning and left out: matching then
     goes without the module tree.
     """
+    from probe.graph.build import read_construct
+
     path = dump.info.path.parent / "construct.json"
     if not path.is_file():
         return None
