@@ -132,3 +132,21 @@ def test_cancel_after_a_failed_result_does_nothing() -> None:
     with pytest.raises(InputError):
         task.result()
     task.cancel()  # the child is reaped: no signal, no error
+
+
+def _allowed_in_child(queue) -> None:
+    queue.put(runtime.allowed())
+
+
+def test_a_multiprocessing_child_does_not_fork() -> None:
+    """``allowed`` reads multiprocessing only where it is imported; a child it started still says no."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    child = context.Process(target=_allowed_in_child, args=(queue,))
+    child.start()
+    try:
+        assert queue.get(timeout=60) is False
+    finally:
+        child.join(60)

@@ -47,9 +47,9 @@ def allowed() -> bool:
     """Whether :func:`start` may fork (see the module docstring)."""
     if not hasattr(os, "fork") or os.environ.get("PROBE_FORK", "1") == "0":
         return False
-    import multiprocessing  # process machinery is imported when first needed: start-up time
-
-    if multiprocessing.parent_process() is not None:
+    # a multiprocessing child has the module imported (its bootstrap did it): never imported here for this test
+    multiprocessing = sys.modules.get("multiprocessing")
+    if multiprocessing is not None and multiprocessing.parent_process() is not None:
         return False
     try:
         cpus = len(os.sched_getaffinity(0))
