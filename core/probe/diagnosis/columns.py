@@ -38,6 +38,19 @@ def each(values: list[Hashable], of: Callable[[Any], float]) -> np.ndarray:
     return np.fromiter(map(table.__getitem__, values), float, len(values))
 
 
+def _nonzero(values: list[Any], zero: Any) -> np.ndarray:
+    """Which of ``values`` are true (``zero`` is the usual false one: a list without any other is counted in C)."""
+    if values.count(zero) == len(values):
+        return np.zeros(len(values), bool)
+    return np.fromiter(map(bool, values), bool, len(values))
+
+
+def _structure(matched: list[int], unmatched: list[int]) -> np.ndarray:
+    """Which calls have unmatched rows and no matched one (no golden counterpart)."""
+    found = _nonzero(unmatched, 0)
+    return found & (np.fromiter(matched, np.int64, len(matched)) == 0) if found.any() else found
+
+
 def _first_max(first: np.ndarray, *others: np.ndarray) -> np.ndarray:
     """Elementwise ``max(first, *others)`` as Python's ``max`` picks it (the first of equals, NaN kept first)."""
     best = first
@@ -61,9 +74,16 @@ def directions(backward: np.ndarray) -> list[str]:
 
 def finite_or_none(values: np.ndarray) -> list[float | None]:
     """``values`` (float64, none negative) as floats, ``None`` for each inf or NaN (JSON has neither)."""
-    out = values.tolist()
-    for at in np.flatnonzero(~(values < np.inf)).tolist():
-        out[at] = None
+    finite = values < np.inf
+    if finite.sum() * 2 >= len(values):
+        out = values.tolist()
+        for at in np.flatnonzero(~finite).tolist():
+            out[at] = None
+        return out
+    out = [None] * len(values)
+    at = np.flatnonzero(finite)
+    for k, value in zip(at.tolist(), values[at].tolist()):
+        out[k] = value
     return out
 
 
@@ -119,7 +139,7 @@ class RankView:
             reduced_excess = _excess(reduced_dev, floors)
             rules = np.select(
                 [gradient,
-                 (np.fromiter(matched, np.int64, count) == 0) & np.fromiter(map(bool, unmatched), bool, count),
+                 _structure(matched, unmatched),
                  nan_out & ~nan_eff,
                  nan_eff & ~nan_before & ~backward,
                  nan_eff,
@@ -127,7 +147,7 @@ class RankView:
                  # an input no dumped call produced is a parameter or buffer when it differs by more than a
                  # cast AND more than anything before it (else it may be a slice or cast of an earlier output)
                  (leaf_dev > np.maximum(cast, prior)) & (leaf_dev >= in_eff * 0.999) & ~backward,
-                 np.fromiter(map(bool, arguments), bool, count) & (out_dev > local),
+                 _nonzero(arguments, "") & (out_dev > local),
                  out_excess > np.where(backward, EXCESS_BACKWARD, EXCESS),
                  reduced_excess > EXCESS_REDUCED],
                 [NO_RULE, BY_STRUCTURE, BY_NAN_SOURCE, BY_NAN_INPUT, NAN_PROPAGATED, BY_PARAMETER, BY_LEAF,

@@ -181,13 +181,13 @@ def _series(view: RankView) -> dict[str, Any]:
     facts = view.facts
     keep = ~view.gradient  # parameters_grad entries have no point
     every = bool(keep.all())
-    names, order, module, kind = ([view.entries, view.orders, view.modules, view.kinds] if every else
-                                  [list(compress(column, keep.tolist()))
-                                   for column in (view.entries, view.orders, view.modules, view.kinds)])
+    kept = keep.tolist()
+    names, order, module, kind = (list(column) if every else list(compress(column, kept))
+                                  for column in (view.entries, view.orders, view.modules, view.kinds))
     error, floor, backward = (view.out_devs, view.floors, view.backward) if every else (
         view.out_devs[keep], view.floors[keep], view.backward[keep])
-    points = Points(list(names), list(order), finite_or_none(error), finite_or_none(floor), list(module),
-                    directions(backward), list(kind), [None] * len(names))
+    points = Points(names, order, finite_or_none(error), finite_or_none(floor), module, directions(backward), kind,
+                    [None] * len(names))
     return {"rank": facts.rank, "step": facts.step, "label": f"step{facts.step}/rank{facts.rank}", "points": points}
 
 
