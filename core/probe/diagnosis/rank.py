@@ -104,8 +104,19 @@ def _suspects(view: RankView, found: list[int]) -> list[Suspect]:
             evidence[k] = text
     rank, step = facts.rank, facts.step
     return list(map(Suspect, entries, repeat(rank, count), repeat(step, count), map(RULE_KIND.__getitem__, rules.tolist()),
-                    map(round, np.minimum(scores, MAX_SCORE).tolist(), repeat(3, count)), evidence,
+                    _rounded(np.minimum(scores, MAX_SCORE)), evidence,
                     directions(view.backward[found]), orders, view.out_devs[found].tolist(), floors))
+
+
+def _rounded(scores: Any) -> list[float]:
+    """``round(score, 3)`` of each of ``scores`` (a float64 array; whole numbers, as capped scores, stay as they are
+    without the slow decimal rounding)."""
+    import numpy as np  # not at start-up
+
+    out = scores.tolist()
+    for k in np.flatnonzero(scores != np.floor(scores)).tolist():
+        out[k] = round(out[k], 3)
+    return out
 
 
 def _explained_modules(view: RankView, entries: list[str]) -> set[str]:
