@@ -61,8 +61,7 @@ def _suspects(view: RankView, found: list[int]) -> list[Suspect]:
     count = len(found)
     rules = view.rules[found]
     scores, in_effs, floors = view.scores[found], view.in_eff[found].tolist(), view.floors[found].tolist()
-    pick = itemgetter(*found) if count > 1 else lambda values: tuple(values[i] for i in found)
-    entries, dtypes, orders = pick(view.entries), pick(view.dtypes), pick(view.orders)
+    entries, dtypes, orders = (_picked(values, found) for values in (view.entries, view.dtypes, view.orders))
     evidence = [""] * count
     for rule in dict.fromkeys(rules.tolist()):
         mine = np.flatnonzero(rules == rule).tolist()  # positions in ``found``
@@ -102,10 +101,15 @@ def _suspects(view: RankView, found: list[int]) -> list[Suspect]:
             raise AssertionError(f"no evidence for rule {rule}")
         for k, text in zip(mine, texts):
             evidence[k] = text
-    rank, step = facts.rank, facts.step
-    return list(map(Suspect, entries, repeat(rank, count), repeat(step, count), map(RULE_KIND.__getitem__, rules.tolist()),
-                    _rounded(np.minimum(scores, MAX_SCORE)), evidence,
-                    directions(view.backward[found]), orders, view.out_devs[found].tolist(), floors))
+    kinds = map(RULE_KIND.__getitem__, rules.tolist())
+    return list(map(Suspect, entries, repeat(facts.rank, count), repeat(facts.step, count), kinds,
+                    _rounded(np.minimum(scores, MAX_SCORE)), evidence, directions(view.backward[found]), orders,
+                    view.out_devs[found].tolist(), floors))
+
+
+def _picked(values: Sequence[Any], positions: list[int]) -> Sequence[Any]:
+    """``values`` at ``positions`` (gathered in C)."""
+    return itemgetter(*positions)(values) if len(positions) > 1 else [values[i] for i in positions]
 
 
 def _rounded(scores: Any) -> list[float]:
@@ -209,7 +213,8 @@ def _ranking(views: list[RankView], founds: list[list[int]]) -> list[int]:
 
     tiers = np.array([KIND_TIER.get(RULE_KIND.get(rule, ""), 9) for rule in range(-1, max(RULE_KIND) + 1)])
     keys = [np.array([np.full(len(found), view.facts.step), view.backward[found],
-                      view.rules[found] == BY_STRUCTURE, np.array(view.orders, np.int64)[found],
+                      view.rules[found] == BY_STRUCTURE,
+                      np.array(_picked(view.orders, found), np.int64).reshape(-1),
                       tiers[view.rules[found] + 1], np.full(len(found), view.facts.rank)], np.int64)
             for view, found in zip(views, founds)]
     if not keys:
