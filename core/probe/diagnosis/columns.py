@@ -39,7 +39,8 @@ def each(values: list[Hashable], of: Callable[[Any], float]) -> np.ndarray:
 
 
 def _nonzero(values: list[Any], zero: Any) -> np.ndarray:
-    """Which of ``values`` are true (``zero`` is the usual false one: a list without any other is counted in C)."""
+    """Which of ``values`` are true; a list holding only ``zero`` (the usual, false value) is recognised by one
+    count in C instead of a test per value."""
     if values.count(zero) == len(values):
         return np.zeros(len(values), bool)
     return np.fromiter(map(bool, values), bool, len(values))
