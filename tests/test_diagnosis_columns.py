@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from probe.diagnosis.facts import NodeFacts, RankFacts, _kind, op_of
 from probe.diagnosis.floor import group_gains, kind_gains, local_floor, local_floors, unit_roundoff
-from probe.diagnosis.columns import _columns
-from probe.diagnosis.rank import diagnose_facts, forward_of
+from probe.diagnosis.columns import _columns, finite_or_none
+from probe.diagnosis.rank import MAX_SCORE, _rounded, diagnose_facts, forward_of
 from probe.diagnosis.report import POINT_KEYS, Diagnosis, Points, Suspect, _as_written
 
 _ENTRY = st.one_of(
@@ -165,3 +165,22 @@ def test_suspects_written_as_dataclasses_are_their_dicts(suspects: list[Suspect]
     diagnosis = Diagnosis(verdict="divergent", suspects=suspects)
     assert b"".join(diagnosis.json_pieces()) == orjson.dumps(diagnosis.to_dict(), option=orjson.OPT_APPEND_NEWLINE)
     assert (_as_written(suspects) is suspects) == (not extra or not suspects)
+
+
+_DEVIATION = st.one_of(st.floats(0.0), st.sampled_from([0.0, 1.0, 1e6, math.inf, math.nan]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(_DEVIATION, max_size=30))
+def test_finite_or_none_is_each_value_or_none(values: list[float]) -> None:
+    """Whichever side (finite or not) is the smaller one is filled in."""
+    assert finite_or_none(np.array(values, float)) == [v if v < math.inf else None for v in values]
+
+
+@settings(max_examples=300, deadline=None)
+@given(scores=st.lists(st.one_of(st.floats(0.0), st.sampled_from([1.0, 2.5, 0.0005, 1e6, 123456.7894, math.inf,
+                                                                   math.nan])),
+                       max_size=30))
+def test_rounded_scores_are_those_round_gives(scores: list[float]) -> None:
+    capped = np.minimum(np.array(scores, float), MAX_SCORE)
+    assert repr(_rounded(capped)) == repr([round(min(score, MAX_SCORE), 3) for score in scores])

@@ -83,3 +83,13 @@ def test_facts_kept_as_columns_diagnose_as_the_nodes(case: tuple) -> None:
     as_nodes = RankFacts(rank=0, step=0, label="r", nodes=nodes)
     as_columns = RankFacts(rank=0, step=0, label="r", nodes=_stored(nodes, parents, cuts))
     assert orjson.dumps(diagnose_facts([as_columns]).to_dict()) == orjson.dumps(diagnose_facts([as_nodes]).to_dict())
+
+
+@settings(max_examples=100, deadline=None)
+@given(case=_case(), picked=st.lists(st.integers(0, 13), max_size=8))
+def test_row_names_are_those_the_nodes_give(case: tuple, picked: list[int]) -> None:
+    nodes, parents, cuts = case
+    store = _stored(nodes, parents, cuts)
+    positions = [i for i in picked if i < len(nodes)]
+    for name in ("worst_in", "worst_out", "worst_param", "worst_leaf", "worst_reduced"):
+        assert store.row_names(name, positions) == [getattr(nodes[i], name) for i in positions]

@@ -38,6 +38,20 @@ def each(values: list[Hashable], of: Callable[[Any], float]) -> np.ndarray:
     return np.fromiter(map(table.__getitem__, values), float, len(values))
 
 
+def _nonzero(values: list[Any], zero: Any) -> np.ndarray:
+    """Which of ``values`` are true; a list holding only ``zero`` (the usual, false value) is recognised by one
+    count in C instead of a test per value."""
+    if values.count(zero) == len(values):
+        return np.zeros(len(values), bool)
+    return np.fromiter(map(bool, values), bool, len(values))
+
+
+def _structure(matched: list[int], unmatched: list[int]) -> np.ndarray:
+    """Which calls have unmatched rows and no matched one (no golden counterpart)."""
+    found = _nonzero(unmatched, 0)
+    return found & (np.fromiter(matched, np.int64, len(matched)) == 0) if found.any() else found
+
+
 def _first_max(first: np.ndarray, *others: np.ndarray) -> np.ndarray:
     """Elementwise ``max(first, *others)`` as Python's ``max`` picks it (the first of equals, NaN kept first)."""
     best = first
@@ -51,6 +65,29 @@ def _excess(dev: np.ndarray, floors: np.ndarray) -> np.ndarray:
     return np.where(floors > 0.0, dev / floors, np.where(dev > 0.0, np.inf, 0.0))
 
 
+_DIRECTIONS = np.array(["forward", "backward"], object)
+
+
+def directions(backward: np.ndarray) -> list[str]:
+    """``forward`` or ``backward`` for each flag of ``backward`` (a bool array)."""
+    return _DIRECTIONS[backward.view(np.uint8)].tolist()
+
+
+def finite_or_none(values: np.ndarray) -> list[float | None]:
+    """``values`` (float64, none negative) as floats, ``None`` for each inf or NaN (JSON has neither)."""
+    finite = values < np.inf
+    if finite.sum() * 2 >= len(values):
+        out = values.tolist()
+        for at in np.flatnonzero(~finite).tolist():
+            out[at] = None
+        return out
+    out = [None] * len(values)
+    at = np.flatnonzero(finite)
+    for k, value in zip(at.tolist(), values[at].tolist()):
+        out[k] = value
+    return out
+
+
 class RankView:
     """One rank of one step judged a column at a time: per node the derived numbers (nodes of one
     entry, if an entry repeats, share the numbers of its last node), the rule that makes it a
@@ -61,18 +98,14 @@ class RankView:
         nodes = facts.nodes
         count = len(nodes)
         columns = _columns(nodes)
-        entries, kinds, backs, outs, ins, params, nan_outs, nan_ins, ops, dtypes, widths, leaves, reduceds, \
-            matched, unmatched, arguments, modules, orders, exact, gradients, saved, forward_names = columns
-        self.entries, self.kinds, self.backward, self.out_devs, self.dtypes = entries, kinds, backs, outs, dtypes
+        entries, kinds, backward, out_dev, in_dev, param_dev, nan_out, nan_in, ops, dtypes, widths, leaf_dev, \
+            reduced_dev, matched, unmatched, arguments, modules, orders, exact, gradient, saved, forward_names = columns
+        self.entries, self.kinds, self.backward, self.out_devs, self.dtypes = entries, kinds, backward, out_dev, dtypes
         self.modules, self.orders, self.exact, self.unmatched = modules, orders, exact, unmatched
-        self.gradients = gradients
+        self.gradient, self.arguments = gradient, arguments
+        self.param_devs, self.leaf_devs, self.reduced_devs = param_dev, leaf_dev, reduced_dev
         self.last = last = dict(zip(entries, range(count)))  # entry -> its last node
         self.repeated = len(last) != count
-        backward = np.fromiter(backs, bool, count)
-        out_dev, in_dev, param_dev, leaf_dev, reduced_dev = (
-            np.fromiter(values, float, count) for values in (outs, ins, params, leaves, reduceds))
-        nan_out, nan_in = np.fromiter(nan_outs, bool, count), np.fromiter(nan_ins, bool, count)
-        self.gradient = gradient = np.fromiter(gradients, bool, count)
         with np.errstate(all="ignore"):
             finite_out = np.isfinite(out_dev)
             # the worst output deviation of the calls before each one, and whether one held NaN/inf
@@ -107,7 +140,7 @@ class RankView:
             reduced_excess = _excess(reduced_dev, floors)
             rules = np.select(
                 [gradient,
-                 (np.fromiter(matched, np.int64, count) == 0) & np.fromiter(map(bool, unmatched), bool, count),
+                 _structure(matched, unmatched),
                  nan_out & ~nan_eff,
                  nan_eff & ~nan_before & ~backward,
                  nan_eff,
@@ -115,7 +148,7 @@ class RankView:
                  # an input no dumped call produced is a parameter or buffer when it differs by more than a
                  # cast AND more than anything before it (else it may be a slice or cast of an earlier output)
                  (leaf_dev > np.maximum(cast, prior)) & (leaf_dev >= in_eff * 0.999) & ~backward,
-                 np.fromiter(map(bool, arguments), bool, count) & (out_dev > local),
+                 _nonzero(arguments, "") & (out_dev > local),
                  out_excess > np.where(backward, EXCESS_BACKWARD, EXCESS),
                  reduced_excess > EXCESS_REDUCED],
                 [NO_RULE, BY_STRUCTURE, BY_NAN_SOURCE, BY_NAN_INPUT, NAN_PROPAGATED, BY_PARAMETER, BY_LEAF,
@@ -127,7 +160,7 @@ class RankView:
                  out_excess, reduced_excess], 0.0)
         self.found = np.flatnonzero((rules >= 0) & (rules != NAN_PROPAGATED)).tolist()
         self.rules, self.scores, self.casts = rules, scores, cast
-        self.in_eff, self.floors = in_eff, floors.tolist()
+        self.in_eff, self.floors = in_eff, floors
         self.finite_error = np.where(finite_out & (out_dev > 0.0), out_dev, 0.0)
         self._points_before: list[int] | None = None
 
@@ -148,26 +181,44 @@ class RankView:
             counted = [(dtype, errors[codes == code]) for code, dtype in enumerate(dtypes)]
         return [(dtype, len(mine), float(mine.max())) for dtype, mine in counted if dtype and mine.size]
 
+    def row_names(self, name: str, positions: Sequence[int]) -> list[str]:
+        """The row name ``name`` (``worst_in``, ``worst_out``, ...) of the nodes at ``positions``."""
+        nodes = self.facts.nodes
+        if isinstance(nodes, FactColumns):
+            return nodes.row_names(name, positions)
+        return [getattr(nodes[i], name) for i in positions]
+
     def point(self, entry: str, points: Points) -> int | None:
         """The position of the last of ``points`` (this view's series) whose node is ``entry``, if any."""
         at = self.last.get(entry)
-        if at is None:
-            return None
-        if not self.gradients[at]:  # the last node of the entry has a point: the last one of that name
-            if self._points_before is None:
-                self._points_before = (np.cumsum(~self.gradient) - 1).tolist()
-            return self._points_before[at]
-        return next((k for k in range(len(points) - 1, -1, -1) if points.node[k] == entry), None)
+        return None if at is None else self.points_of([at], points)[0]
+
+    def points_of(self, nodes: list[int], points: Points) -> list[int | None]:
+        """For each of ``nodes``, the position of the last of ``points`` (this view's series) whose node is
+        the node's entry, if any."""
+        last = self.at[nodes].tolist()
+        if self._points_before is None:  # the last node of an entry has a point: the last one of that name
+            self._points_before = (np.cumsum(~self.gradient) - 1).tolist()
+        before, gradient = self._points_before, self.gradient
+        out: list[int | None] = [before[at] for at in last]
+        for k in np.flatnonzero(gradient[last]).tolist():  # a parameters_grad node: the last point of its name
+            entry = self.entries[last[k]]
+            out[k] = next((j for j in range(len(points) - 1, -1, -1) if points.node[j] == entry), None)
+        return out
 
 
 _FIELDS = ("entry", "kind", "backward", "out_dev", "in_dev", "param_dev", "nan_out", "nan_in", "op", "dtype", "width",
            "leaf_dev", "reduced_dev", "matched", "unmatched", "argument", "module", "order", "exact")
+_ARRAYS = {"backward": bool, "out_dev": float, "in_dev": float, "param_dev": float, "nan_out": bool, "nan_in": bool,
+           "leaf_dev": float, "reduced_dev": float, "exact": bool}
+"""The fields read as numpy arrays (deviations and flags), the others as lists."""
 
 
-def _columns(nodes: Sequence[NodeFacts]) -> tuple[list[Any], ...]:
-    """One list per name of :data:`_FIELDS`, then whether each node is a ``parameters_grad`` one, then
-    the positions of the nodes whose entry has "backward" in it and the names of their forward calls:
-    the nodes read once each (a pass per field reads every node from memory again)."""
+def _columns(nodes: Sequence[NodeFacts]) -> tuple[Any, ...]:
+    """One column per name of :data:`_FIELDS` (a numpy array for those of :data:`_ARRAYS`, else a list), then
+    whether each node is a ``parameters_grad`` one (a bool array), then the positions of the nodes whose entry
+    has "backward" in it and the names of their forward calls: the nodes read once each (a pass per field
+    reads every node from memory again)."""
     if isinstance(nodes, FactColumns):  # kept as arrays: read whole columns, no node
         return _linked(*nodes.lists(_FIELDS))
     columns = tuple([] for _ in range(len(_FIELDS) + 3))
@@ -203,13 +254,17 @@ def _columns(nodes: Sequence[NodeFacts]) -> tuple[list[Any], ...]:
         module.append(n.module)
         order.append(n.order)
         exact.append(n.exact)
-    return columns
+    count = len(entry)
+    arrays = {name: np.fromiter(columns[k], _ARRAYS[name], count) for k, name in enumerate(_FIELDS)
+              if name in _ARRAYS}
+    return (*(arrays.get(name, columns[k]) for k, name in enumerate(_FIELDS)), np.fromiter(gradient, bool, count),
+            saved, forward)
 
 
-def _linked(*fields: list[Any]) -> tuple[list[Any], ...]:
-    """:func:`_columns` of nodes given as the lists of :data:`_FIELDS`."""
+def _linked(*fields: Any) -> tuple[Any, ...]:
+    """:func:`_columns` of nodes given as the columns of :data:`_FIELDS`."""
     entries, kinds = fields[0], fields[1]
-    gradient = [what == "parameters_grad" for what in kinds]
+    gradient = np.fromiter(map("parameters_grad".__eq__, kinds), bool, len(kinds))
     saved = [i for i, name in enumerate(entries) if "backward" in name]
     forward = [forward_of(entries[i]) or "" for i in saved]
     return (*fields, gradient, saved, forward)

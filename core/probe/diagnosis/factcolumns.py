@@ -39,6 +39,9 @@ _ENTRY_OF = itemgetter(0)
 _N_OBJECTS, _N_FLOATS, _N_BYTES = len(_OBJECTS), len(_FLOATS), len(_BYTES)
 LEAF_BIT = 8
 """The bit of ``w_leaf`` in ``tails`` (:attr:`NodeFacts.tails`)."""
+_ROW_NAMES = {"worst_in": ("w_in", 1), "worst_out": ("w_out", 2), "worst_param": ("w_param", 4),
+              "worst_leaf": ("w_leaf", LEAF_BIT), "worst_reduced": ("w_reduced", 16)}
+"""Each row-name property of :class:`NodeFacts`: the field it keeps and the bit in ``tails`` saying it is a tail."""
 
 
 class FactColumns(Sequence[Any]):
@@ -118,9 +121,26 @@ class FactColumns(Sequence[Any]):
         at = _N_BYTES * index + _BYTES.index("tails")
         self.bytes[at] = self.bytes[at] | LEAF_BIT if tail else self.bytes[at] & ~LEAF_BIT
 
+    def row_names(self, name: str, positions: Sequence[int]) -> list[str]:
+        """The row name ``name`` (``worst_in``, ``worst_out``, ...) of the nodes at ``positions``, as the nodes
+        would give it (none is made)."""
+        field, bit = _ROW_NAMES[name]
+        k = _OBJECTS.index(field)
+        objects, tails = self.objects, self.bytes[_BYTES.index("tails")::_N_BYTES]
+        out = []
+        for i in positions:
+            at = _N_OBJECTS * i
+            value = objects[at + k]
+            out.append(objects[at] + value if tails[i] & bit else value)
+        return out
+
     def lists(self, names: Sequence[str]) -> list[Sequence[Any]]:
         """The values of each field of ``names`` (``order`` too), as reading every node would give them: a
-        list, or for deviations a float64 array (no float object made for every node)."""
+        list, or for deviations a numpy float64 array and for flags a numpy bool array (no Python object
+        made for every node)."""
+        import numpy as np  # not at start-up: only the ranking reads whole columns
+
+        floats = bytes_ = None
         out: list[Sequence[Any]] = []
         for name in names:
             if name == "order":
@@ -128,10 +148,14 @@ class FactColumns(Sequence[Any]):
             elif name == "module":
                 out.append(list(self.modules))
             elif name in _FLOATS:
-                out.append(self.floats[_FLOATS.index(name)::_N_FLOATS])
+                if floats is None:  # a copy: a view would pin the array's size
+                    floats = np.frombuffer(self.floats, np.float64).reshape(-1, _N_FLOATS).copy()
+                out.append(floats[:, _FLOATS.index(name)])
             elif name in _BYTES:
-                column = self.bytes[_BYTES.index(name)::_N_BYTES]
-                out.append(list(map(bool, column)) if name in _FLAGS else list(column))
+                if bytes_ is None:
+                    bytes_ = np.frombuffer(self.bytes, np.uint8).reshape(-1, _N_BYTES).copy()
+                column = bytes_[:, _BYTES.index(name)]
+                out.append(column != 0 if name in _FLAGS else column.tolist())
             else:
                 out.append(self.objects[_OBJECTS.index(name)::_N_OBJECTS])
         return out

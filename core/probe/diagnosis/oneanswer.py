@@ -62,15 +62,14 @@ def advisor_lines(lines: list[tuple[str, str]], diagnosis: Diagnosis, step: int)
         if head == "First failing row":
             head = "First failing row (msProbe rules)"
         kept.append((head, text))
-    suspects = step_suspects(diagnosis, step)
+    best = next((s for s in diagnosis.suspects if s.step == step), None)  # the step's best suspect
     first = diagnosis.first
     if diagnosis.verdict != DIVERGENT or first is None:
         kept.insert(0, ("Diagnosis", diagnosis.headline()))
         return kept
-    if not suspects:
+    if best is None:
         kept.insert(0, ("Diagnosis", f"no suspect in this step; the first suspect is {first.node} ({first.where()})"))
         return kept
-    best = suspects[0]
     kept.insert(0, ("Suspect node", f"{best.node} ({best.where()})"))
     kept.insert(1, ("Cause", f"{best.kind}: {best.evidence}"))
     if best is not first:

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from itertools import compress
+from itertools import compress, repeat
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from probe.diagnosis.facts import RankFacts
@@ -50,41 +51,75 @@ def _pct(value: float) -> str:
 
 
 def _suspects(view: RankView, found: list[int]) -> list[Suspect]:
-    """The suspects nodes ``found`` are, by the rule the view found for each, with their evidence."""
+    """The suspects nodes ``found`` are, by the rule the view found for each, with their evidence (written a
+    rule at a time from the view's columns: no node is read)."""
+    import numpy as np  # not at start-up
+
+    from probe.diagnosis.columns import directions
+
     facts = view.facts
-    nodes, rank, step = facts.nodes, facts.rank, facts.step
-    cast_pct = {dtype: _pct(parameter_floor(dtype)) for dtype in {view.dtypes[i] for i in found}}
-    out = []
-    for i, rule, score, in_eff in zip(found, view.rules[found].tolist(), view.scores[found].tolist(),
-                                      view.in_eff[found].tolist()):
-        node = nodes[i]
-        floor = view.floors[i]
-        if rule == BY_PARAMETER:
-            evidence = (f"parameter {node.worst_param} differs by {_pct(node.param_dev)} "
-                        f"(a cast to {node.dtype or 'its dtype'} explains {cast_pct[node.dtype]})")
-        elif rule == BY_LEAF:
-            evidence = (f"input {node.worst_leaf} differs by {_pct(node.leaf_dev)} and no earlier call produced it "
-                        f"(a parameter, buffer or data; a cast to {node.dtype or 'its dtype'} explains "
-                        f"{cast_pct[node.dtype]})")
+    count = len(found)
+    rules = view.rules[found]
+    scores, in_effs, floors = view.scores[found], view.in_eff[found].tolist(), view.floors[found].tolist()
+    entries, dtypes, orders = (_picked(values, found) for values in (view.entries, view.dtypes, view.orders))
+    evidence = [""] * count
+    for rule in dict.fromkeys(rules.tolist()):
+        mine = np.flatnonzero(rules == rule).tolist()  # positions in ``found``
+        at = [found[k] for k in mine]
+        types = [dtypes[k] for k in mine]
+        if rule in (BY_PARAMETER, BY_LEAF):
+            names, devs = (view.row_names("worst_param", at), view.param_devs[at].tolist()) if rule == BY_PARAMETER \
+                else (view.row_names("worst_leaf", at), view.leaf_devs[at].tolist())
+            cast_pct = {dtype: _pct(parameter_floor(dtype)) for dtype in set(types)}
+            texts = ([f"parameter {name} differs by {_pct(dev)} (a cast to {dtype or 'its dtype'} explains "
+                      f"{cast_pct[dtype]})" for name, dev, dtype in zip(names, devs, types)] if rule == BY_PARAMETER
+                     else [f"input {name} differs by {_pct(dev)} and no earlier call produced it (a parameter, buffer "
+                           f"or data; a cast to {dtype or 'its dtype'} explains {cast_pct[dtype]})"
+                           for name, dev, dtype in zip(names, devs, types)])
         elif rule in (BY_OUTPUT, BY_REDUCTION):  # an output, or a backward call's reduction, far above the floor
-            what, dev = ((node.worst_out, node.out_dev) if rule == BY_OUTPUT else
-                         (f"the reduction {node.worst_reduced}", node.reduced_dev))
-            evidence = (f"inputs differ by {_pct(in_eff)}, {what} by {_pct(dev)}: {score:.3g}x the {_pct(floor)} "
-                        f"its inputs and {node.dtype or 'dtype'} rounding explain")
+            if rule == BY_OUTPUT:
+                names, devs = view.row_names("worst_out", at), view.out_devs[at].tolist()
+            else:
+                names = [f"the reduction {name}" for name in view.row_names("worst_reduced", at)]
+                devs = view.reduced_devs[at].tolist()
+            texts = [f"inputs differ by {_pct(in_effs[k])}, {what} by {_pct(dev)}: {score:.3g}x the "
+                     f"{_pct(floors[k])} its inputs and {dtype or 'dtype'} rounding explain"
+                     for k, what, dev, score, dtype in zip(mine, names, devs, scores[mine].tolist(), types)]
         elif rule == BY_STRUCTURE:
-            evidence = f"{node.entry} has no golden counterpart"
+            texts = [f"{entries[k]} has no golden counterpart" for k in mine]
         elif rule == BY_NAN_SOURCE:
-            evidence = (f"its inputs are finite (worst {node.worst_in or 'none'} off by {_pct(in_eff)}) "
-                        f"but {node.worst_out} holds NaN/inf that the golden run does not")
+            texts = [f"its inputs are finite (worst {name or 'none'} off by {_pct(in_effs[k])}) "
+                     f"but {out} holds NaN/inf that the golden run does not"
+                     for k, name, out in zip(mine, view.row_names("worst_in", at), view.row_names("worst_out", at))]
         elif rule == BY_NAN_INPUT:
-            evidence = (f"input {node.worst_in} holds NaN/inf that the golden run does not, and no earlier call "
-                        f"produced it (a parameter, buffer or data)")
+            texts = [f"input {name} holds NaN/inf that the golden run does not, and no earlier call "
+                     f"produced it (a parameter, buffer or data)" for name in view.row_names("worst_in", at)]
         elif rule == BY_ARGUMENT:
-            evidence = f"{node.argument}; its output {node.worst_out} differs by {_pct(node.out_dev)}"
+            texts = [f"{view.arguments[i]}; its output {out} differs by {_pct(dev)}"
+                     for i, out, dev in zip(at, view.row_names("worst_out", at), view.out_devs[at].tolist())]
         else:
             raise AssertionError(f"no evidence for rule {rule}")
-        out.append(Suspect(node.entry, rank, step, RULE_KIND[rule], round(min(score, MAX_SCORE), 3), evidence,
-                           "backward" if node.backward else "forward", node.order, node.out_dev, floor))
+        for k, text in zip(mine, texts):
+            evidence[k] = text
+    kinds = map(RULE_KIND.__getitem__, rules.tolist())
+    return list(map(Suspect, entries, repeat(facts.rank, count), repeat(facts.step, count), kinds,
+                    _rounded(np.minimum(scores, MAX_SCORE)), evidence, directions(view.backward[found]), orders,
+                    view.out_devs[found].tolist(), floors))
+
+
+def _picked(values: Sequence[Any], positions: list[int]) -> Sequence[Any]:
+    """``values`` at ``positions`` (gathered in C)."""
+    return itemgetter(*positions)(values) if len(positions) > 1 else [values[i] for i in positions]
+
+
+def _rounded(scores: Any) -> list[float]:
+    """``round(score, 3)`` of each of ``scores`` (a float64 array; whole numbers, as capped scores, stay as they are
+    without the slow decimal rounding)."""
+    import numpy as np  # not at start-up
+
+    out = scores.tolist()
+    for k in np.flatnonzero(scores != np.floor(scores)).tolist():
+        out[k] = round(out[k], 3)
     return out
 
 
@@ -118,6 +153,7 @@ def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
     suspects: list[Suspect] = []
     series: list[dict[str, Any]] = []
     views: list[RankView] = []
+    founds: list[list[int]] = []
     identical = True
     floor_stats: dict[str, dict[str, Any]] = {}
     from probe.diagnosis.columns import RankView  # numpy: not at start-up
@@ -129,7 +165,8 @@ def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
                                               if rule != BY_STRUCTURE])
         found = [i for i in view.found if entries[i] not in explained]
         suspects += _suspects(view, found)
-        if facts.golden_only or not all(view.exact) or any(view.unmatched):
+        founds.append(found)
+        if facts.golden_only or not view.exact.all() or any(view.unmatched):
             identical = False
         for dtype, calls, error in view.dtype_errors(found):
             entry = floor_stats.get(dtype)
@@ -142,8 +179,9 @@ def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
                 entry["max_error_within_floor"] = error
         series.append(_series(view))
         views.append(view)
-    suspects.sort(key=sort_key)
-    _mark_suspects(series, views, suspects)
+    ranking = _ranking(views, founds)
+    suspects = [suspects[k] for k in ranking]
+    _mark_suspects(series, views, founds, ranking)
     for dtype, entry in floor_stats.items():
         entry["why"] = (f"{dtype} rounds to {entry['unit_roundoff']:.3g} (unit roundoff); a call may add "
                         f"{LOCAL:g} of those and amplify its inputs' deviation as calls of its kind typically do")
@@ -153,32 +191,65 @@ def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
 
 
 def _series(view: RankView) -> dict[str, Any]:
+    from probe.diagnosis.columns import directions, finite_or_none  # numpy: not at start-up
+
     facts = view.facts
-    inf = math.inf
-    columns = [view.entries, view.orders, view.out_devs, view.floors, view.modules, view.backward, view.kinds]
-    if view.gradient.any():  # parameters_grad entries have no point
-        keep = (~view.gradient).tolist()
-        columns = [compress(column, keep) for column in columns]
-    node, order, error, floor, module, backward, kind = columns
-    names = list(node)
-    points = Points(names, list(order), [d if d < inf else None for d in error],
-                    [f if f < inf else None for f in floor], list(module), [_DIRECTIONS[b] for b in backward],
-                    list(kind), [None] * len(names))
+    keep = ~view.gradient  # parameters_grad entries have no point
+    every = bool(keep.all())
+    kept = keep.tolist()
+    names, order, module, kind = (list(column) if every else list(compress(column, kept))
+                                  for column in (view.entries, view.orders, view.modules, view.kinds))
+    error, floor, backward = (view.out_devs, view.floors, view.backward) if every else (
+        view.out_devs[keep], view.floors[keep], view.backward[keep])
+    points = Points(names, order, finite_or_none(error), finite_or_none(floor), module, directions(backward), kind,
+                    [None] * len(names))
     return {"rank": facts.rank, "step": facts.step, "label": f"step{facts.step}/rank{facts.rank}", "points": points}
 
 
-_DIRECTIONS = ("forward", "backward")
+def _ranking(views: list[RankView], founds: list[list[int]]) -> list[int]:
+    """The order of the suspects of ``views`` (nodes ``founds`` of each, view after view) by :func:`sort_key`,
+    from the views' columns (a stable sort, as ``sorted`` is)."""
+    import numpy as np  # not at start-up
+
+    tiers = np.array([KIND_TIER.get(RULE_KIND.get(rule, ""), 9) for rule in range(-1, max(RULE_KIND) + 1)])
+    keys = [np.array([np.full(len(found), view.facts.step), view.backward[found],
+                      view.rules[found] == BY_STRUCTURE,
+                      np.array(_picked(view.orders, found), np.int64).reshape(-1),
+                      tiers[view.rules[found] + 1], np.full(len(found), view.facts.rank)], np.int64)
+            for view, found in zip(views, founds)]
+    if not keys:
+        return []
+    return np.lexsort(np.concatenate(keys, axis=1)[::-1]).tolist()
 
 
-def _mark_suspects(series: list[dict[str, Any]], views: list[RankView], suspects: list[Suspect]) -> None:
-    """Number each suspect's point (its node's last point in the last series of its step and rank that has one)."""
+def _mark_suspects(series: list[dict[str, Any]], views: list[RankView], founds: list[list[int]],
+                   ranking: list[int]) -> None:
+    """Number each suspect's point (its node's last point in the last series of its step and rank that has one).
+
+    ``founds`` are the suspects' nodes in each view (and series line), ``ranking`` their order."""
     lines: dict[tuple[int, int], list[int]] = {}
     for number, line in enumerate(series):
         lines.setdefault((line["step"], line["rank"]), []).append(number)
-    for position, suspect in enumerate(suspects, 1):
-        for number in reversed(lines.get((suspect.step, suspect.rank), ())):
+    positions = [0] * len(ranking)
+    for position, k in enumerate(ranking, 1):
+        positions[k] = position
+    start = 0
+    shared: list[tuple[int, str, tuple[int, int]]] = []  # suspects of a step and rank that has several lines
+    for number, (view, found) in enumerate(zip(views, founds)):
+        mine = positions[start:start + len(found)]
+        start += len(found)
+        where = (view.facts.step, view.facts.rank)
+        if len(lines[where]) > 1:
+            shared += [(position, view.entries[i], where) for position, i in zip(mine, found)]
+            continue
+        points = series[number]["points"]
+        for position, at in sorted(zip(mine, view.points_of(found, points))):
+            if at is not None:
+                points.suspect[at] = position
+    for position, entry, where in sorted(shared):
+        for number in reversed(lines[where]):
             points = series[number]["points"]
-            at = views[number].point(suspect.node, points)
+            at = views[number].point(entry, points)
             if at is not None:
                 points.suspect[at] = position
                 break
