@@ -4,6 +4,7 @@ collective digest's window nodes."""
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
@@ -12,6 +13,9 @@ from hypothesis import strategies as st
 
 from probe.analysis.analyzers import _CollectiveStream, _shares_output, _window_nodes
 from probe.analysis.nodes import build_nodes
+from probe.cells import SafeCsvWriter
+from probe.csvtext import csv_lines
+from probe.exporters import CSV_INF
 from probe.model import ERROR, NA, PASS, VERDICT_RANK, WARNING, Pair, Row
 from probe.modes import common
 from probe.modes.md5 import MSG_CRC, MSG_PARAMETER, Md5Mode
@@ -198,3 +202,36 @@ def test_judging_rows_at_once_equals_judging_each_entry(entries: list[tuple], st
     judge_records(_ByEntry(), by_entry, stack)
     assert [(r.verdict, r.messages, r.notes, r.extra_value("stack")) for r in at_once] == [
         (r.verdict, r.messages, r.notes, r.extra_value("stack")) for r in by_entry]
+
+
+_PLAIN_OR_NOT = st.one_of(st.sampled_from(["abcd1234", "N/A", "[0]", "", "a.b_c", "x,y", 'q"q', "=1+1", "-1", " a",
+                                           "\tx", "a\rb", "é1", "0x1F", "[0, 1]", "A/B"]),
+                          st.text(alphabet="ab09./_[],=-\" \r\né", max_size=6))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_PLAIN_OR_NOT, _PLAIN_OR_NOT, st.one_of(_CHECKSUM, _PLAIN_OR_NOT), st.booleans(),
+                          st.one_of(_CHECKSUM, _PLAIN_OR_NOT), st.sampled_from(["True", "False", "N/A", "=x"])),
+                min_size=1, max_size=8),
+       st.booleans())
+def test_csv_columns_equal_the_rows_csv_writer_writes(rows: list[tuple], with_stack: bool) -> None:
+    """md5's CSV columns (plain names, flags and checksums taken as their own fields, consistency and
+    Err_message written as fields) give the bytes csv.writer gives for the rendered rows."""
+    pairs = []
+    for i, (name, golden_name, target, matched, golden, flag) in enumerate(rows):
+        entry = f"Functional.f.{i}.forward"
+        t = Row(name or entry, entry, "input", "torch.float32", "[2]", (1.0, 0.0, 0.5, 2.0), flag, target, "-1")
+        g = Row(golden_name or entry, entry, "input", "torch.float32", "[2]", (1.0, 0.0, 0.5, 2.0), "True", golden,
+                "-1")
+        pairs.append(Pair(t, g if matched else None))
+    mode = Md5Mode()
+    records = mode.compute(pairs, type("Context", (), {"progress": None})())
+    stack = {f"Functional.f.{i}.forward": ["File a, line 1", 'q"'] for i in range(0, len(rows), 2)}
+    from probe.judge import judge_records
+
+    judge_records(mode, records, stack if with_stack else None)
+    rendered = [mode.render(r, with_stack) for r in records]
+    buffer = io.StringIO()
+    SafeCsvWriter(buffer).writerows(rendered)
+    assert csv_lines(mode.csv_columns(records, with_stack, CSV_INF)) == buffer.getvalue()
+    assert mode.render_columns(records, with_stack) == [list(c) for c in zip(*rendered)]
