@@ -10,7 +10,6 @@ from itertools import compress, repeat
 from operator import attrgetter, eq, not_
 from typing import Any
 
-from probe.csvtext import TextColumn, column_texts
 from probe.formats.msprobe.dtypes import canonical_dtype
 from probe.formats.msprobe.names import NON_TENSOR_DTYPES
 from probe.model import NA, Row
@@ -110,14 +109,10 @@ def err_message(row: RowResult) -> str:
     return json.dumps(row.messages + row.notes, ensure_ascii=False)
 
 
-def err_message_column(records: Sequence[RowResult], fields: bool = False) -> list[str]:
-    """:func:`err_message` of every record (each distinct list of texts encoded once); with ``fields``,
-    their CSV fields (a :class:`~probe.csvtext.TextColumn`: each distinct text written once)."""
+def err_message_column(records: Sequence[RowResult]) -> list[str]:
+    """:func:`err_message` of every record (each distinct list of texts encoded once)."""
     keys = text_keys(records)
     texts = {key: json.dumps(list(key), ensure_ascii=False) for key in set(keys) if key}
-    if fields:
-        texts = dict(zip(texts, column_texts(list(texts.values()))))
-        return TextColumn(map(texts.get, keys, repeat("[]")))
     return list(map(texts.get, keys, repeat("[]")))
 
 
@@ -245,11 +240,9 @@ def stat_columns(records: Sequence[RowResult], display_columns: Any) -> list[lis
 
 
 def tail_columns(records: Sequence[RowResult], with_stack: bool,
-                 requires_grad: tuple[list[Any], list[Any]] | None = None, fields: bool = False) -> list[list[Any]]:
+                 requires_grad: tuple[list[Any], list[Any]] | None = None) -> list[list[Any]]:
     """Requires_grad Consistent, Result, Err_message [and the stack] of every record
-    (``requires_grad``: the two Requires_grad columns of :func:`common_columns`, when at hand);
-    with ``fields``, the consistency and Err_message columns as their CSV fields
-    (:class:`~probe.csvtext.TextColumn`, for a mode's ``csv_columns``)."""
+    (``requires_grad``: the two Requires_grad columns of :func:`common_columns`, when at hand)."""
     if requires_grad is None:
         consistent = list(map(requires_grad_consistent, records))
     else:  # equal texts, or a matched row with a side that records none (see requires_grad_consistent)
@@ -258,29 +251,10 @@ def tail_columns(records: Sequence[RowResult], with_stack: bool,
         if not all(consistent):
             for i in compress(range(len(consistent)), map(not_, consistent)):
                 consistent[i] = requires_grad_consistent(records[i])
-    if fields and set(map(type, consistent)) == _BOOL:
-        consistent = TextColumn(map(_BOOL_TEXT.__getitem__, consistent))
-    columns = [consistent, list(map(_VERDICT, records)), err_message_column(records, fields)]
+    columns = [consistent, list(map(_VERDICT, records)), err_message_column(records)]
     if with_stack:
         columns.append(extra_values(records, "stack", NA))
     return columns
-
-
-_BOOL, _BOOL_TEXT = {bool}, {True: "True", False: "False"}
-
-
-def plain_fields(column: list[Any]) -> list[Any]:
-    """``column`` as a :class:`~probe.csvtext.TextColumn` when every cell is text of ASCII letters,
-    digits, ``._/[]`` or nothing (names, checksums, ``True``, ``N/A``, ``[0]``): its own CSV field,
-    nothing a spreadsheet evaluates (tested in three C-level passes); else the column itself."""
-    try:
-        plain = not "".join(column).encode("ascii").translate(None, _PLAIN_BYTES)
-    except (TypeError, UnicodeEncodeError):  # a cell that is not text, or not ASCII
-        return column
-    return TextColumn(column) if plain else column
-
-
-_PLAIN_BYTES = (string.ascii_letters + string.digits + "._/[]").encode()
 
 
 def render_cells(row: RowResult, with_stack: bool, with_stats: bool = True) -> list[Any]:
@@ -296,3 +270,15 @@ def render_cells(row: RowResult, with_stack: bool, with_stats: bool = True) -> l
     if with_stack:
         cells.append(row.extra_value("stack", NA))
     return cells
+
+
+def plain_text(text: str) -> bool:
+    """Whether ``text`` holds only ASCII letters, digits and ``._/[]``: any piece of it is its own CSV
+    field, nothing a spreadsheet evaluates (names, checksums, ``N/A``, ``[0]``; two C-level passes)."""
+    try:
+        return not text.encode("ascii").translate(None, _PLAIN_BYTES)
+    except UnicodeEncodeError:
+        return False
+
+
+_PLAIN_BYTES = (string.ascii_letters + string.digits + "._/[]").encode()

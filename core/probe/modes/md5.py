@@ -8,6 +8,7 @@ from typing import Any
 
 from probe.model import ERROR, NA, WARNING, FlatDump, ModeContext, Pair
 from probe.modes import common
+from probe.modes.md5_lines import row_lines
 from probe.modes.statistics import PROGRESS_STEP
 from probe.result import RowResult
 
@@ -73,25 +74,15 @@ class Md5Mode:
 
     def render_columns(self, records: Sequence[RowResult], with_stack: bool) -> list[list[Any]]:
         """The report as columns (what :meth:`render` gives row by row)."""
-        return self._columns(records, with_stack, False)
-
-    def csv_columns(self, records: Sequence[RowResult], with_stack: bool, inf_text: tuple[str, str]) -> list[list[Any]]:
-        """:meth:`render_columns` with the names, requires_grad, checksum, consistency and Err_message
-        columns as CSV fields where they are plain (see :func:`probe.modes.common.plain_fields`)."""
-        return self._columns(records, with_stack, True)
-
-    def _columns(self, records: Sequence[RowResult], with_stack: bool, fields: bool) -> list[list[Any]]:
         columns = common.common_columns(records)
         metrics = list(map(_METRICS, records))
         columns.append(list(map(_FIRST, metrics)))
         columns.append(list(map(_SECOND, metrics)))
-        if fields:
-            for i in _PLAIN_COLUMNS:
-                columns[i] = common.plain_fields(columns[i])
-        columns.extend(common.tail_columns(records, with_stack, (columns[6], columns[7]), fields))
+        columns.extend(common.tail_columns(records, with_stack, (columns[6], columns[7])))
         return columns
 
-
-_PLAIN_COLUMNS = (0, 1, 6, 7, 8, 9)
-"""The names, requires_grad and checksums: columns whose cells are usually plain (see ``plain_fields``)."""
-
+    def csv_columns(self, records: Sequence[RowResult], with_stack: bool, inf_text: tuple[str, str]) -> list[list[Any]]:
+        """The report as CSV: each row's whole line as one field (:func:`probe.modes.md5_lines.row_lines`),
+        or :meth:`render_columns` when a cell is not one the lines write."""
+        lines = row_lines(records, with_stack)
+        return [lines] if lines is not None else self.render_columns(records, with_stack)
