@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import string
 from collections.abc import Sequence
 from itertools import compress, repeat
 from operator import attrgetter, eq, not_
@@ -270,15 +269,3 @@ def render_cells(row: RowResult, with_stack: bool, with_stats: bool = True) -> l
     if with_stack:
         cells.append(row.extra_value("stack", NA))
     return cells
-
-
-def plain_text(text: str) -> bool:
-    """Whether ``text`` holds only ASCII letters, digits and ``._/[]``: any piece of it is its own CSV
-    field, nothing a spreadsheet evaluates (names, checksums, ``N/A``, ``[0]``; two C-level passes)."""
-    try:
-        return not text.encode("ascii").translate(None, _PLAIN_BYTES)
-    except UnicodeEncodeError:
-        return False
-
-
-_PLAIN_BYTES = (string.ascii_letters + string.digits + "._/[]").encode()

@@ -3,15 +3,15 @@
 A CSV line of md5 mode is the row's names, dtypes, shapes, requires_grad flags, checksums,
 consistency, Result, Err_message [and stack]. Names and checksums differ from row to row: they
 are written as they are and checked together afterwards (ASCII letters, digits and ``._/[]``
-only, :func:`probe.modes.common.plain_text`); every other cell is one of a few texts whose
-field is made once and then looked up. Anything else (a
-cell that is not text, a name that would need quoting or the spreadsheet rule) gives ``None``
-and the columns are written as usual.
+only, :func:`plain_text`); every other cell is one of a few texts whose
+field is made once and then looked up. Anything else (a cell that is not text, a name that
+would need quoting or the spreadsheet rule) gives ``None`` and the columns are written as usual.
 """
 
 from __future__ import annotations
 
 import json
+import string
 from collections.abc import Sequence
 from itertools import repeat
 from typing import Any
@@ -19,8 +19,19 @@ from typing import Any
 from probe.cells import needs_care, safe_cell
 from probe.csvtext import JoinedFields, quote
 from probe.model import NA
-from probe.modes.common import plain_text
 from probe.result import RowResult, extra_values, text_keys
+
+
+def plain_text(text: str) -> bool:
+    """Whether ``text`` holds only ASCII letters, digits and ``._/[]``: any piece of it is its own CSV
+    field, nothing a spreadsheet evaluates (names, checksums, ``N/A``, ``[0]``; two C-level passes)."""
+    try:
+        return not text.encode("ascii").translate(None, _PLAIN_BYTES)
+    except UnicodeEncodeError:
+        return False
+
+
+_PLAIN_BYTES = (string.ascii_letters + string.digits + "._/[]").encode()
 
 
 class _NotPlain(Exception):
