@@ -4,17 +4,23 @@ collective digest's window nodes."""
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from probe.analysis.analyzers import _CollectiveStream, _shares_output, _window_nodes
 from probe.analysis.nodes import build_nodes
+from probe.cells import SafeCsvWriter
+from probe.csvtext import csv_lines
+from probe.exporters import CSV_INF
+from probe.judge import judge_records
 from probe.model import ERROR, NA, PASS, VERDICT_RANK, WARNING, Pair, Row
 from probe.modes import common
 from probe.modes.md5 import MSG_CRC, MSG_PARAMETER, Md5Mode
+from probe.modes.md5_lines import row_lines
 from probe.result import UNMATCHED, CompareResult, RowResult, extra_values, text_keys
 
 _CHECKSUM = st.one_of(st.none(), st.sampled_from(["", "N/A", "Nan", "abcd1234", "00000000", "ABCD1234"]),
@@ -198,3 +204,57 @@ def test_judging_rows_at_once_equals_judging_each_entry(entries: list[tuple], st
     judge_records(_ByEntry(), by_entry, stack)
     assert [(r.verdict, r.messages, r.notes, r.extra_value("stack")) for r in at_once] == [
         (r.verdict, r.messages, r.notes, r.extra_value("stack")) for r in by_entry]
+
+
+_PLAIN_OR_NOT = st.one_of(st.sampled_from(["abcd1234", "N/A", "[0]", "", "a.b_c", "x,y", 'q"q', "=1+1", "-1", " a",
+                                           "\tx", "a\rb", "é1", "0x1F", "[0, 1]", "A/B"]),
+                          st.text(alphabet="ab09./_[],=-\" \r\né", max_size=6))
+
+
+_FLAG = st.sampled_from(["True", "False", "N/A", "=x", None])
+_MOSTLY_PLAIN = st.one_of(st.just("abcd1234"), st.just("a.b_c"), st.just("N/A"), _PLAIN_OR_NOT)
+_CELL = st.sampled_from(["torch.float32", "N/A", "[2, 3]", "[]", "=cmd", "<class 'int'>"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(_MOSTLY_PLAIN, _MOSTLY_PLAIN, st.one_of(_MOSTLY_PLAIN, _CHECKSUM), st.booleans(),
+                          st.one_of(_MOSTLY_PLAIN, _CHECKSUM), _FLAG, _FLAG, _CELL, _CELL),
+                min_size=1, max_size=8),
+       st.booleans())
+@example([("a", "a", "abcd", True, "abcd", "True", "N/A", "torch.float32", "[2]"),  # a golden flag N/A: consistent
+          ("b", "b", "abcd", False, "abcd", "True", "True", "torch.float32", "[2]")], False)  # and N/A, unmatched
+def test_csv_columns_equal_the_rows_csv_writer_writes(rows: list[tuple], with_stack: bool) -> None:
+    """md5's CSV (each row's line in one pass, or its columns) gives the bytes csv.writer gives for the
+    rendered rows; rows without a golden row and golden cells reading N/A are kept apart."""
+    pairs = []
+    for i, (name, golden_name, target, matched, golden, flag, golden_flag, dtype, shape) in enumerate(rows):
+        entry = f"Functional.f.{i % 3}.forward"
+        t = Row(name or entry, entry, "input", dtype, shape, (1.0, 0.0, 0.5, 2.0), flag, target, "-1")
+        g = Row(golden_name or entry, entry, "input", dtype if i % 2 else "N/A", shape if i % 2 else "N/A",
+                (1.0, 0.0, 0.5, 2.0), golden_flag, golden, "-1")
+        pairs.append(Pair(t, g if matched else None))
+    mode = Md5Mode()
+    records = mode.compute(pairs, type("Context", (), {"progress": None})())
+    stack = {f"Functional.f.{i}.forward": ["File a, line 1", 'q"'] for i in range(0, 3, 2)}
+    judge_records(mode, records, stack if with_stack else None)
+    rendered = [mode.render(r, with_stack) for r in records]
+    buffer = io.StringIO()
+    SafeCsvWriter(buffer).writerows(rendered)
+    assert csv_lines(mode.csv_columns(records, with_stack, CSV_INF)) == buffer.getvalue()
+    assert mode.render_columns(records, with_stack) == [list(c) for c in zip(*rendered)]
+
+
+def test_a_usual_window_is_written_line_by_line() -> None:
+    """Plain names and checksums, rows with and without a golden row: the one-pass lines serve."""
+    entry = "Functional.f.0.forward"
+    pairs = [Pair(_row(f"{entry}.input.{i}", entry, "abcd1234"),
+                  _row(f"{entry}.input.{i}", entry, "abcd1234" if i % 2 else "00ff00ff") if i < 3 else None)
+             for i in range(4)]
+    mode = Md5Mode()
+    records = mode.compute(pairs, type("Context", (), {"progress": None})())
+    judge_records(mode, records, {entry: ["File a, line 1"]})
+    for with_stack in (True, False):
+        lines = row_lines(records, with_stack)
+        assert lines is not None and csv_lines([lines]) == csv_lines(mode.render_columns(records, with_stack))
+    records[0].pair.target.name = "a,b"
+    assert row_lines(records, True) is None

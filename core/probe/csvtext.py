@@ -364,7 +364,7 @@ def _cell_texts(column: Sequence[Any], pos_inf: str, neg_inf: str) -> list[str]:
         elif value is None:
             append("")
         else:
-            append(str(value))
+            append(quote(str(value)))  # a list or object: its text may hold a comma
     return out
 
 

@@ -793,7 +793,10 @@ class RankFactsBuilder:
         earlier = self.produced
         earlier.spill()
         for order, inputs in leaves:  # against the outputs of every earlier window, as add() judges them
-            nodes.set_leaf(base + order, *_leaf(inputs, earlier))
+            leaf = _leaf(inputs, earlier)
+            row = rows[order]
+            if leaf != (row[_LEAF_DEV], row[_W_LEAF], bool(row[_TAILS_AT] & _LEAF_BIT)):  # else as the part has it
+                nodes.set_leaf(base + order, *leaf)
         earlier |= produced
         earlier.update(map(_local, odd))
         self.backward = end
@@ -811,6 +814,10 @@ after it, the slot values of each entry's :class:`NodeFacts` (``order`` counted 
 ``module``), the fingerprints of its outputs (those holding a NaN apart, see :func:`_portable`), and
 for each forward call the inputs that may be leaves (see :func:`node_facts`), judged again against
 the outputs of the windows before."""
+
+_LEAF_DEV, _W_LEAF, _TAILS_AT = (NodeFacts.__slots__.index(name) for name in ("leaf_dev", "w_leaf", "tails"))
+"""Where :func:`_facts_values` puts ``leaf_dev``, ``w_leaf`` and ``tails``."""
+
 
 def _restored(values: tuple[Any, ...], new: Any = object.__new__) -> NodeFacts:
     """The :class:`NodeFacts` whose slot values :func:`_facts_values` gave, in the order of

@@ -8,6 +8,7 @@ from typing import Any
 
 from probe.model import ERROR, NA, WARNING, FlatDump, ModeContext, Pair
 from probe.modes import common
+from probe.modes.md5_lines import row_lines
 from probe.modes.statistics import PROGRESS_STEP
 from probe.result import RowResult
 
@@ -79,3 +80,9 @@ class Md5Mode:
         columns.append(list(map(_SECOND, metrics)))
         columns.extend(common.tail_columns(records, with_stack, (columns[6], columns[7])))
         return columns
+
+    def csv_columns(self, records: Sequence[RowResult], with_stack: bool, inf_text: tuple[str, str]) -> list[list[Any]]:
+        """The report as CSV: each row's whole line as one field (:func:`probe.modes.md5_lines.row_lines`),
+        or :meth:`render_columns` when a cell is not one the lines write."""
+        lines = row_lines(records, with_stack)
+        return [lines] if lines is not None else self.render_columns(records, with_stack)
