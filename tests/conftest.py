@@ -9,6 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# No per-example deadline: a loaded machine must not turn a slow example into a failure.
+settings.register_profile("probe", deadline=None)
+settings.load_profile("probe")
 
 DATA = Path(__file__).parent / "data"
 PYTORCH_CASES = DATA / "pytorch"
