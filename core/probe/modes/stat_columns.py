@@ -251,7 +251,9 @@ def numeric_fields(target_stats: Sequence[tuple[Any, ...]], golden_stats: Sequen
     fields[flags] = list(map(texts.__getitem__, map(id, shared)))
     other = list(map(not_, same))
     rest = ~flags
-    (t, t_kind), (g, g_kind) = matrices or (stat_matrix(target_stats), stat_matrix(golden_stats))
+    if matrices is None:  # the kept matrices of the window (see stat_matrix)
+        matrices = stat_matrix(target_stats), stat_matrix(golden_stats)
+    (t, t_kind), (g, g_kind) = matrices
     matrices = StatMatrix(t[rest], t_kind[rest]), StatMatrix(g[rest], g_kind[rest])
     fields[rest] = _numeric_fields(list(compress(target_stats, other)), list(compress(golden_stats, other)), slow,
                                    inf_text, matrices)
