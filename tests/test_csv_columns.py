@@ -295,3 +295,22 @@ def test_kept_stat_matrix_equals_a_new_one(rows: list[tuple], size: int, data) -
     copies = [tuple(list(r)) for r in rows]  # equal tuples, other objects (tuple(list) makes a new one)
     got = stat_columns.stat_matrix(copies)
     assert same((got.values.tolist(), got.kinds.tolist()), fresh(copies))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.tuples(*[numeric_stats] * 4), st.tuples(*[numeric_stats] * 4), st.integers(0, 2)),
+                min_size=1, max_size=25),
+       st.sampled_from([CSV_INF, ("inf", "-inf")]))
+def test_numeric_fields_of_shared_statistics(rows, inf_text) -> None:
+    """Rows whose sides hold one statistics tuple (shared scalar cells) give the text of equal tuples:
+    some rows share their target's tuple, some a tuple of an earlier row, the others differ."""
+    target, golden = [], []
+    for t, g, how in rows:
+        shared = t if how == 1 or not target else target[-1]
+        target.append(shared if how else t)
+        golden.append(shared if how else g)
+    fields = numeric_fields(target, golden, stat_difference, inf_text)
+    assert isinstance(fields, JoinedFields)
+    assert fields == numeric_texts_by_cell(target, golden, inf_text)
+    copies = [tuple(list(t)) if t is g else g for t, g in zip(target, golden)]  # equal values, other objects
+    assert fields == numeric_fields(target, copies, stat_difference, inf_text)

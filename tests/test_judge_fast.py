@@ -171,16 +171,19 @@ _WINDOW_STATS = st.one_of(_FLOATS, _FLOATS, _FLOATS, _STATS, st.none(), st.integ
 
 _TENSOR_IN = ("input", "torch.float32", "[2]", "True", (1.0,) * 4)
 _TENSOR_OUT = ("output", "torch.float32", "[2]", "True", (1.0,) * 4)
-_NONE_NORM_INPUT = (_TENSOR_IN, _TENSOR_IN, [True] * 4, False, (1.0, 0.0, 0.5, None) * 2, True, 9)
-_FAILING_OUTPUT = (_TENSOR_OUT, _TENSOR_OUT, [True] * 4, False, (1.0, 0.0, 0.5, 3.0, 1.0, 0.0, 0.5, 1.0), True, 9)
+_NONE_NORM_INPUT = (_TENSOR_IN, _TENSOR_IN, [True] * 4, False, (1.0, 0.0, 0.5, None) * 2, True, 9, False)
+_FAILING_OUTPUT = (_TENSOR_OUT, _TENSOR_OUT, [True] * 4, False, (1.0, 0.0, 0.5, 3.0, 1.0, 0.0, 0.5, 1.0), True, 9, False)
+_TEXT_SCALAR = ("input", "<class 'str'>", "[]", "N/A", ("nan",) * 4)
+_SHARED_TEXT = (_TEXT_SCALAR, _TEXT_SCALAR, [True] * 4, False, (1.0,) * 8, False, 9, True)
 
 
 @settings(max_examples=300, deadline=None)
 @example(entries=[("linear", [_NONE_NORM_INPUT, _FAILING_OUTPUT])])  # a None norm on both sides: fraction 0
+@example(entries=[("linear", [_SHARED_TEXT, _FAILING_OUTPUT])])  # one statistics tuple of text on both sides
 @given(entries=st.lists(st.tuples(
     st.sampled_from(["linear", "relu", "to", "all_to_all_single", "linear", "relu"]),
     st.lists(st.tuples(_ROW, st.one_of(st.none(), _ROW, _ROW, _ROW), st.lists(st.booleans(), min_size=4, max_size=4),
-                       st.booleans(), st.tuples(*[_WINDOW_STATS] * 8), st.booleans(), st.integers(0, 9)),
+                       st.booleans(), st.tuples(*[_WINDOW_STATS] * 8), st.booleans(), st.integers(0, 9), st.booleans()),
              min_size=1, max_size=5)), min_size=1, max_size=6))
 def test_window_judge_equals_the_judge_of_each_entry(entries: list) -> None:
     """judge_entries over many entries (numpy columns) gives judge_group's verdicts, messages and notes."""
@@ -191,12 +194,13 @@ def test_window_judge_equals_the_judge_of_each_entry(entries: list) -> None:
     for number, (api, rows) in enumerate(entries):
         entry = f"Functional.{api}.{number}.forward"
         group_window, group_single = [], []
-        for i, (target, golden, same, qkv, stats, numeric, stored) in enumerate(rows):
+        for i, (target, golden, same, qkv, stats, numeric, stored, shared) in enumerate(rows):
             if numeric:  # statistics of real tensors: mostly finite floats
                 target = target[:4] + (stats[:4],)
                 golden = None if golden is None else golden[:4] + (stats[4:],)
             if golden is not None:
-                golden = tuple(t if keep else g for t, g, keep in zip(target, golden, same + [False]))
+                # shared: the target's statistics tuple itself on both sides (as equal scalar leaves have it)
+                golden = tuple(t if keep else g for t, g, keep in zip(target, golden, same + [shared]))
             pair = Pair(_row(entry, i, target),
                         None if golden is None else _row(entry, i, golden, "qkv" if qkv else ""))
             for out in (group_window, group_single):

@@ -294,3 +294,19 @@ def test_entry_sections_come_in_their_order_whatever_the_order_of_keys(sections,
             one_by_one.extend(rows[0])
     whole = _flatten([(name, body)], False)
     assert repr(whole if isinstance(whole, str) else whole[0]) == repr(one_by_one)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_row_specs, st.lists(st.sampled_from(["torch.float32", "torch.float16", "torch.int64", "Float32"]),
+                            min_size=12, max_size=12), st.booleans())
+def test_match_exact_of_aligned_dumps(specs, dtypes, renumber) -> None:
+    """Golden rows of the target's keys in the target's order (the usual pair of dumps, which pairs by
+    position) pair as by key: dtype gate, repeated keys and all."""
+    target = _rows(specs)
+    golden = _rows([(entry, leaf, dtype) for (entry, leaf, _), dtype in zip(specs, dtypes)])
+    assign_keys(target, renumber)
+    assign_keys(golden, renumber)
+    got_pairs, got_only = match_exact(target, golden)
+    want_pairs, want_only = _reference_match(target, golden, None)
+    assert got_only == want_only
+    assert [(p.target, p.golden, p.fuzzy) for p in got_pairs] == [(p.target, p.golden, p.fuzzy) for p in want_pairs]

@@ -169,24 +169,24 @@ class GoldenIndex:
         self.has_md5 = self.has_md5 or rows.has_md5
         return rows
 
-    def settle(self, ordinals: Sequence[int], rows: Sequence[Row], met: set[str]) -> None:
-        """Record which rows of the golden entries ``ordinals`` a target key in ``met`` met."""
+    def settle(self, ordinals: Sequence[int], rows: Sequence[Row], met: set[str] | None) -> None:
+        """Record which rows of the golden entries ``ordinals`` a target key in ``met`` met (``None``: all of them)."""
         marks = self.marks(ordinals, rows, met)
         if self.log is not None:
             self.log.extend(marks)
         self.apply(marks)
 
-    def marks(self, ordinals: Sequence[int], rows: Sequence[Row], met: set[str]) -> list[tuple[int, int, int]]:
+    def marks(self, ordinals: Sequence[int], rows: Sequence[Row], met: set[str] | None) -> list[tuple[int, int, int]]:
         """``(ordinal, mask of the rows met, rows)`` of each golden entry of ``ordinals``
-        (the mask :data:`ALL_MET` when all were)."""
+        (the mask :data:`ALL_MET` when all were; ``met`` ``None``: all were)."""
         names, numbers = self.dump.names, self.numbers
         backward = [names[i] for i in ordinals if numbers[i] >= 0]
         if backward:
             with_rows = set(map(_ENTRY, rows))
             if any(name not in with_rows for name in backward):
                 raise NotStreamable(f"{self.dump.info.path}: a renumbered entry has no rows")
-        hits = list(map(met.__contains__, map(_KEY, rows)))
-        if all(hits):
+        hits = None if met is None else list(map(met.__contains__, map(_KEY, rows)))
+        if hits is None or all(hits):
             return [(index, ALL_MET, 0) for index in ordinals]
         spans: dict[str, tuple[int, int]] = {}
         start = 0
@@ -273,6 +273,7 @@ class TargetWindows:
                 raise NotStreamable(f"{self.dump.info.path}: a renumbered entry has no rows")
         ordinals = self.golden.candidates([renames.get(name, name) for name in names] if renames else names)
         golden_rows = self.golden.rows(ordinals)
-        pairs, _ = match_exact(rows, golden_rows)
-        self.golden.settle(ordinals, golden_rows, set(map(_KEY, rows)))
+        pairs, unmet = match_exact(rows, golden_rows)
+        # no golden row left unmet (the usual window): every one was met, without a set of the target keys
+        self.golden.settle(ordinals, golden_rows, set(map(_KEY, rows)) if unmet else None)
         return pairs

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import chain, compress, islice, repeat
-from operator import is_
+from operator import is_, not_
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -229,9 +229,40 @@ def numeric_fields(target_stats: Sequence[tuple[Any, ...]], golden_stats: Sequen
     writes at once (:func:`probe.csvtext.matrix_rows`), joined row by row; only the cells
     orjson would write otherwise than the report (words, ints, small or special values) are
     written one by one. Tested equal on random statistics.
+
+    Rows whose two sides hold the very same statistics tuple (equal scalar arguments share
+    one, see :mod:`probe.formats.msprobe.flatten`; ``None`` leaves too) have a text that
+    depends on that tuple alone: it is made once per distinct tuple. Those rows are mostly
+    ints, words and ``None``, the cells the matrices cannot write, so they leave the matrices.
     """
     if len(target_stats) == 0:
         return JoinedFields()
+    same = list(map(is_, target_stats, golden_stats))
+    if not any(same):
+        return _numeric_fields(target_stats, golden_stats, slow, inf_text, matrices)
+    shared = list(compress(target_stats, same))
+    distinct = list({id(stats): stats for stats in shared}.values())
+    matrix = _stat_matrix(distinct)  # not kept: the kept matrices are the window's
+    texts = dict(zip(map(id, distinct), _numeric_fields(distinct, distinct, slow, inf_text, (matrix, matrix))))
+    if all(same):
+        return JoinedFields(map(texts.__getitem__, map(id, shared)))
+    flags = np.array(same, dtype=bool)
+    fields = np.empty(len(same), dtype=object)
+    fields[flags] = list(map(texts.__getitem__, map(id, shared)))
+    other = list(map(not_, same))
+    rest = ~flags
+    if matrices is None:  # the kept matrices of the window (see stat_matrix)
+        matrices = stat_matrix(target_stats), stat_matrix(golden_stats)
+    (t, t_kind), (g, g_kind) = matrices
+    matrices = StatMatrix(t[rest], t_kind[rest]), StatMatrix(g[rest], g_kind[rest])
+    fields[rest] = _numeric_fields(list(compress(target_stats, other)), list(compress(golden_stats, other)), slow,
+                                   inf_text, matrices)
+    return JoinedFields(fields.tolist())
+
+
+def _numeric_fields(target_stats: Sequence[tuple[Any, ...]], golden_stats: Sequence[tuple[Any, ...]], slow: Any,
+                    inf_text: tuple[str, str], matrices: tuple[StatMatrix, StatMatrix] | None) -> JoinedFields:
+    """:func:`numeric_fields` of rows, all through the matrices."""
     d = _differences(target_stats, golden_stats, matrices)
     (t, t_kind), (g, g_kind) = d.matrices
     ok, diff, rel, zero, unrecorded = d.ok, d.diff, d.rel, d.zero, d.unrecorded

@@ -502,9 +502,9 @@ def _row_rules(r: RowResult, skipped: bool, nan_rule: bool) -> tuple[float, floa
     reason = common.not_compared_reason(r)
     if reason:
         r.mark_not_compared(reason)
-    if skipped:
-        return _NO_ERROR  # not read
     t, g = r.pair.target.stats, r.pair.golden.stats
+    if skipped or t is g:  # one statistics tuple on both sides (shared scalar cells): rule 1 cannot fire, "0"
+        return _NO_ERROR  # not read when skipped
     nan_or_inf = common.is_nan_or_inf
     if nan_rule and not (nan_or_inf(g[0]) or nan_or_inf(g[1])) and (nan_or_inf(t[0]) or nan_or_inf(t[1])):
         r.raise_to(ERROR, common.MSG_NAN_INF)
