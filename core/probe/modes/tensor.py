@@ -278,10 +278,10 @@ class TensorMode:
                     yield task
 
         outcomes = self._run_tasks(tasks(), sum(map(_comparable, pairs)), ctx)
-        if ctx.progress and len(pairs) > len(slots):
-            ctx.progress(len(pairs) - len(slots))
-        for index, (metrics, messages, problem) in zip(slots, outcomes):
-            record = results[index]
+        # each outcome is filed as its chunk comes back (while the workers go on), after
+        # its task was made: slots[k] exists once the k-th outcome arrives
+        for k, (metrics, messages, problem) in enumerate(outcomes):
+            record = results[slots[k]]
             record.metrics = metrics
             record.notes.extend(messages)
             if record.pair.fuzzy:
@@ -292,38 +292,39 @@ class TensorMode:
             elif metrics and metrics[0] == SHAPE_UNMATCHED and record.pair.target.shape == record.pair.golden.shape:
                 record.mark_not_compared(f"{common.NOT_COMPARED}the tensor files' shapes differ although "
                                          f"dump.json gives both {record.pair.target.shape}")
+        if ctx.progress and len(pairs) > len(slots):
+            ctx.progress(len(pairs) - len(slots))
         return results
 
-    def _run_tasks(self, tasks: Iterator[tuple[Any, ...]], expected: int, ctx: ModeContext) -> list:
-        """Every task's outcome, in order; ``tasks`` is consumed as work is handed out
-        (workers start on the first chunk while the later ones are still being made)."""
+    def _run_tasks(self, tasks: Iterator[tuple[Any, ...]], expected: int, ctx: ModeContext) -> Iterator[tuple]:
+        """Every task's outcome, in order, yielded as it is known; ``tasks`` is consumed as
+        work is handed out (workers start on the first chunk while the later ones are still
+        being made)."""
         extra = list(ctx.extra_metrics)
         loaders = dict(ctx.tensor_loaders)
         if ctx.options.get("executor") == "dask" and expected and runtime.picklable([loaders, extra]):
-            return self._run_on_cluster(list(tasks), ctx, loaders, extra)
+            yield from self._run_on_cluster(list(tasks), ctx, loaders, extra)
+            return
         if ctx.jobs <= 1 or expected < 2 * CHUNK or not runtime.picklable([loaders, extra]):
-            out = []
             pending = 0
             for task in tasks:
-                out.append(_compute_one(task, loaders, extra))
+                yield _compute_one(task, loaders, extra)
                 pending += 1
                 if ctx.progress and pending == PROGRESS_STEP:
                     ctx.progress(pending)
                     pending = 0
             if ctx.progress and pending:
                 ctx.progress(pending)
-            return out
-        out = []
+            return
         for chunk_result in runtime.parallel_map(_compute_chunk, _chunks(tasks, expected, ctx.jobs), loaders, extra,
                                                  workers=ctx.jobs):
-            out.extend(chunk_result)
+            yield from chunk_result
             if ctx.progress:
                 ctx.progress(len(chunk_result))
-        return out
 
     @staticmethod
     def _run_on_cluster(tasks: list[tuple[str, str]], ctx: ModeContext, loaders: dict[str, Any],
-                        extra: list[Any]) -> list:
+                        extra: list[Any]) -> Iterator[tuple]:
         """Split one rank's pairs into row ranges over a dask cluster (``--executor dask``).
 
         Each range is a list of (npu file, bench file) paths, so every worker must see the
@@ -333,13 +334,11 @@ class TensorMode:
         workers = max(1, ctx.jobs)
         size = max(1, min(CLUSTER_CHUNK, -(-len(tasks) // (4 * workers))))
         ranges = [tasks[i : i + size] for i in range(0, len(tasks), size)]
-        out = []
         for chunk_result in runtime.parallel_map(_compute_chunk, ranges, loaders, extra, workers=workers,
                                                  executor="dask", address=ctx.options.get("scheduler")):
-            out.extend(chunk_result)
+            yield from chunk_result
             if ctx.progress:
                 ctx.progress(len(chunk_result))
-        return out
 
     def judge(self, group: list[RowResult]) -> None:
         judge_group(group, _cross_rules)
@@ -367,15 +366,19 @@ class TensorMode:
 
 
 def _number(value: Any) -> float | None:
+    if value.__class__ is float:  # most metrics: the conversion below would give it back
+        return value
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _min_metric(rows: list[RowResult], index: int) -> tuple[float, RowResult | None]:
     best, owner = 1.0, None
     for r in rows:
-        value = _number(r.metrics[index]) if len(r.metrics) > index else None
-        if value is not None and (owner is None or value < best):
-            best, owner = value, r
+        metrics = r.metrics
+        if len(metrics) > index:
+            value = _number(metrics[index])
+            if value is not None and (owner is None or value < best):
+                best, owner = value, r
     return best, owner
 
 
