@@ -57,9 +57,11 @@ class GeReader:
     name = GE_READER
 
     def sniff(self, path: Path) -> bool:
+        if not Path(path).is_dir():
+            return False
         from probe_torchair import layout
 
-        return Path(path).is_dir() and bool(layout.ge_groups(Path(path)))
+        return bool(layout.ge_groups(Path(path)))
 
     def load(self, path: Path, with_stack: bool = True, **_: Any) -> FlatDump:
         from probe_torchair import layout
@@ -82,9 +84,11 @@ class FxReader:
     name = FX_READER
 
     def sniff(self, path: Path) -> bool:
+        if not Path(path).is_dir():
+            return False
         from probe_torchair import layout
 
-        return Path(path).is_dir() and bool(layout.fx_groups(Path(path)))
+        return bool(layout.fx_groups(Path(path)))
 
     def load(self, path: Path, with_stack: bool = True, token_offset: int | None = None, **_: Any) -> FlatDump:
         from probe_torchair import layout
