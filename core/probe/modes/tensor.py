@@ -85,17 +85,30 @@ def _plain_entry(root: str, data_name: str) -> tuple[str, bool] | None:
     return candidate, stat.S_ISREG(mode)
 
 
+LIST_MIN_FILES = 64
+"""Tensor files a side must be asked for before its directory is listed once instead of
+one ``lstat`` per file."""
+
+
 class _Side:
     """One dump's tensor directory, resolved once (``root`` is ``None`` when it cannot be:
-    every file then reports the problem)."""
+    every file then reports the problem).
 
-    def __init__(self, tensor_dir: Path) -> None:
+    With ``expected`` files to find (at least :data:`LIST_MIN_FILES`), the directory is
+    listed once, after a first file was found in it (``os.scandir``: a few ``getdents`` for
+    all names, where each ``lstat`` is a system call of its own); names the listing does not
+    hold as plain entries (links, missing files) are looked up one by one, as without it.
+    """
+
+    def __init__(self, tensor_dir: Path, expected: int = 0) -> None:
         self.tensor_dir = tensor_dir
         try:
             self.root: Path | None = tensor_dir.resolve()
         except (OSError, RuntimeError):
             self.root = None
         self.root_text = None if self.root is None else str(self.root)
+        self._expected = expected
+        self._kinds: dict[str, bool] | None = None
 
     def file(self, data_name: str) -> str:
         """The path of the tensor file ``data_name`` (see :func:`resolve_tensor_file`)."""
@@ -103,11 +116,36 @@ class _Side:
 
     def entry(self, data_name: str) -> tuple[str, bool]:
         """:meth:`file`, and whether it was just seen to be a regular file (``False``: not known)."""
-        if self.root_text is not None:
-            plain = _plain_entry(self.root_text, data_name)
+        root = self.root_text
+        if root is not None:
+            if self._kinds is not None:
+                regular = self._kinds.get(data_name)
+                if regular is not None:
+                    return os.path.join(root, data_name), regular
+            plain = _plain_entry(root, data_name)
             if plain is not None:
+                if plain[1] and self._expected >= LIST_MIN_FILES:  # a file was found: the directory is searchable
+                    self._kinds = _plain_entries(root, 4 * self._expected + LIST_MIN_FILES)
+                    self._expected = 0  # listed (or given up) once
                 return plain
         return str(resolve_tensor_file(self.tensor_dir, data_name, self.root)), False
+
+
+def _plain_entries(root: str, limit: int) -> dict[str, bool] | None:
+    """``{name: is a regular file}`` of the entries of ``root`` that are not links, as
+    :func:`_plain_entry` would find each of them; ``None`` when ``root`` cannot be listed
+    or holds more than ``limit`` entries (each name is then looked up alone)."""
+    kinds: dict[str, bool] = {}
+    try:
+        with os.scandir(root) as entries:
+            for entry in entries:
+                if len(kinds) >= limit:
+                    return None
+                if not entry.is_symlink():
+                    kinds[entry.name] = entry.is_file(follow_symlinks=False)
+    except OSError:
+        return None
+    return kinds
 
 
 _DIM = re.compile(r"\d+")
@@ -258,7 +296,8 @@ class TensorMode:
         width = 6 + len(ctx.extra_metrics)
         results: list[RowResult] = []
         slots: list[int] = []
-        sides = (_Side(ctx.target.info.tensor_dir), _Side(ctx.golden.info.tensor_dir))
+        expected = sum(map(_comparable, pairs))
+        sides = (_Side(ctx.target.info.tensor_dir, expected), _Side(ctx.golden.info.tensor_dir, expected))
 
         def tasks() -> Iterator[tuple[Any, ...]]:
             """Each pair's task, made as the workers ask for work (its record beside it)."""
@@ -277,7 +316,7 @@ class TensorMode:
                     slots.append(index)
                     yield task
 
-        outcomes = self._run_tasks(tasks(), sum(map(_comparable, pairs)), ctx)
+        outcomes = self._run_tasks(tasks(), expected, ctx)
         # each outcome is filed as its chunk comes back (while the workers go on), after
         # its task was made: slots[k] exists once the k-th outcome arrives
         for k, (metrics, messages, problem) in enumerate(outcomes):
