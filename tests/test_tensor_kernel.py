@@ -247,7 +247,9 @@ def test_plain_names_resolve_as_before(tmp_path: Path, name: str) -> None:
         assert _outcome(resolve_tensor_file, directory, name, directory.resolve()) == want
         assert _outcome(_Side(directory).file, name) == want  # the tensor mode's own path strings
         listed = _Side(directory, expected=tm_mode.LIST_MIN_FILES)
-        listed.entry("x.pt")  # a file found: the directory is listed once
+        for _ in range(tm_mode.LIST_MIN_FILES + 1):  # files found one by one, then the directory is listed
+            listed.entry("x.pt")
+        assert listed._kinds is not None
         assert _outcome(listed.file, name) == want
 
 
@@ -267,25 +269,28 @@ def test_a_listed_directory_answers_as_lstat_does(tmp_path: Path) -> None:
     names = sorted(os.listdir(tensors)) + ["missing.pt", "sub/x.pt", "..", "."]
     plain = _Side(tensors)
     listed = _Side(tensors, expected=len(names))
-    assert listed.entry("t0.pt") == plain.entry("t0.pt")
-    assert listed._kinds is not None  # listed after the first file was found
+    for i in range(tm_mode.LIST_MIN_FILES + 1):
+        assert listed._kinds is None
+        assert listed.entry(f"t{i}.pt") == plain.entry(f"t{i}.pt")
+    assert listed._kinds is not None  # listed at the lookup after the first chunk's files were found
     for name in names:
         assert _outcome(listed.entry, name) == _outcome(plain.entry, name), name
 
 
 def test_a_directory_too_large_for_its_files_is_not_listed(tmp_path: Path) -> None:
+    def side_after_a_chunk(expected: int) -> _Side:
+        side = _Side(tmp_path, expected=expected)
+        for i in range(tm_mode.LIST_MIN_FILES + 1):
+            side.entry(f"t{i}.pt")
+        return side
+
     for i in range(300):
         (tmp_path / f"t{i}.pt").write_bytes(b"x")
-    side = _Side(tmp_path, expected=tm_mode.LIST_MIN_FILES)  # room for 4 * 64 + 64 = 320 entries
-    side.entry("t0.pt")
-    assert side._kinds is not None
-    side = _Side(tmp_path, expected=tm_mode.LIST_MIN_FILES // 2)  # too few files asked for
-    side.entry("t0.pt")
-    assert side._kinds is None
+    assert side_after_a_chunk(tm_mode.LIST_MIN_FILES)._kinds is not None  # room for 4 * 64 + 64 = 320 entries
+    assert side_after_a_chunk(tm_mode.LIST_MIN_FILES - 1)._kinds is None  # too few files asked for
     for i in range(300, 400):
         (tmp_path / f"t{i}.pt").write_bytes(b"x")
-    side = _Side(tmp_path, expected=tm_mode.LIST_MIN_FILES)  # 400 entries: more than 320
-    side.entry("t0.pt")
+    side = side_after_a_chunk(tm_mode.LIST_MIN_FILES)  # 400 entries: more than 320
     assert side._kinds is None and side.entry("t399.pt") == (str(tmp_path.resolve() / "t399.pt"), True)
 
 

@@ -85,9 +85,9 @@ def _plain_entry(root: str, data_name: str) -> tuple[str, bool] | None:
     return candidate, stat.S_ISREG(mode)
 
 
-LIST_MIN_FILES = 64
-"""Tensor files a side must be asked for before its directory is listed once instead of
-one ``lstat`` per file."""
+LIST_MIN_FILES = CHUNK
+"""Tensor files found one by one (``lstat``) on a side before its directory is listed once
+for the others (and the fewest files a side must be asked for to be listed at all)."""
 
 
 class _Side:
@@ -95,9 +95,11 @@ class _Side:
     every file then reports the problem).
 
     With ``expected`` files to find (at least :data:`LIST_MIN_FILES`), the directory is
-    listed once, after a first file was found in it (``os.scandir``: a few ``getdents`` for
-    all names, where each ``lstat`` is a system call of its own); names the listing does not
-    hold as plain entries (links, missing files) are looked up one by one, as without it.
+    listed once, at the next lookup after :data:`LIST_MIN_FILES` files were found in it one
+    by one, i.e. once the first chunk of tasks is on its way to a worker (``os.scandir``: a
+    few ``getdents`` for all names, where each ``lstat`` is a system call of its own); names
+    the listing does not hold as plain entries (links, missing files) are looked up one by
+    one, as without it.
     """
 
     def __init__(self, tensor_dir: Path, expected: int = 0) -> None:
@@ -108,6 +110,7 @@ class _Side:
             self.root = None
         self.root_text = None if self.root is None else str(self.root)
         self._expected = expected
+        self._found = 0
         self._kinds: dict[str, bool] | None = None
 
     def file(self, data_name: str) -> str:
@@ -118,15 +121,17 @@ class _Side:
         """:meth:`file`, and whether it was just seen to be a regular file (``False``: not known)."""
         root = self.root_text
         if root is not None:
+            if self._found == LIST_MIN_FILES:  # found one by one so far (the first chunk of tasks)
+                self._kinds = _plain_entries(root, 4 * self._expected + LIST_MIN_FILES)
+                self._found = -1  # listed (or given up) once
             if self._kinds is not None:
                 regular = self._kinds.get(data_name)
                 if regular is not None:
                     return os.path.join(root, data_name), regular
             plain = _plain_entry(root, data_name)
             if plain is not None:
-                if plain[1] and self._expected >= LIST_MIN_FILES:  # a file was found: the directory is searchable
-                    self._kinds = _plain_entries(root, 4 * self._expected + LIST_MIN_FILES)
-                    self._expected = 0  # listed (or given up) once
+                if plain[1] and self._expected >= LIST_MIN_FILES and self._found >= 0:  # the directory is searchable
+                    self._found += 1
                 return plain
         return str(resolve_tensor_file(self.tensor_dir, data_name, self.root)), False
 
