@@ -310,3 +310,59 @@ def test_match_exact_of_aligned_dumps(specs, dtypes, renumber) -> None:
     want_pairs, want_only = _reference_match(target, golden, None)
     assert got_only == want_only
     assert [(p.target, p.golden, p.fuzzy) for p in got_pairs] == [(p.target, p.golden, p.fuzzy) for p in want_pairs]
+
+
+def _detect_eagerly(path: str) -> str | None:
+    """How the framework was detected before the levels were listed lazily (every level first)."""
+    from pathlib import Path
+
+    from probe.formats.msprobe.reader import _FRAMEWORK_RE
+
+    root = Path(path)
+    candidates = [root]
+    if root.is_dir():
+        candidates = sorted(root.glob("*.json")) + sorted(root.glob("*/*.json")) + sorted(root.glob("*/*/*.json"))
+        candidates = [c for c in candidates if c.name.endswith(("dump.json", "debug.json"))]
+    for candidate in candidates[:4]:
+        try:
+            head = candidate.read_bytes()[: 1 << 16]
+        except OSError:
+            continue
+        match = _FRAMEWORK_RE.search(head)
+        if match:
+            return match.group(1).decode()
+    return None
+
+
+_PLACES = ["dump.json", "debug.json", "a_dump.json", "other.json", "r0/dump.json", "r1/debug.json",
+           "r0/x/dump.json", "r1/y/dump.json", "r2/z/debug.json", "r0/dump_tensor_data/t.json"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(st.sampled_from(_PLACES), st.sampled_from(["pytorch", "mindspore", None]), max_size=6))
+def test_framework_detection_equals_the_eager_walk(tmp_path_factory: Any, files: dict[str, str | None]) -> None:
+    from probe.formats.msprobe.reader import detect_framework
+
+    root = tmp_path_factory.mktemp("detect")
+    for name, framework in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        key = f'"framework": "{framework}",' if framework else ""
+        path.write_text('{"task": "statistics", ' + key + ' "data": {}}')
+    assert detect_framework(str(root)) == _detect_eagerly(str(root))
+    for name in files:
+        assert detect_framework(str(root / name)) == _detect_eagerly(str(root / name))
+
+
+def test_framework_detection_stops_at_the_first_level_that_answers(tmp_path: Any, monkeypatch: Any) -> None:
+    from pathlib import Path
+
+    from probe.formats.msprobe.reader import detect_framework
+
+    (tmp_path / "dump_tensor_data").mkdir()
+    (tmp_path / "dump.json").write_text('{"task": "tensor", "framework": "pytorch", "data": {}}')
+    listed: list[str] = []
+    real_glob = Path.glob
+    monkeypatch.setattr(Path, "glob", lambda self, pattern: listed.append(pattern) or real_glob(self, pattern))
+    assert detect_framework(str(tmp_path)) == "pytorch"
+    assert listed == ["*.json"]  # the tensor files below are never listed

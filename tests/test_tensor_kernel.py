@@ -15,6 +15,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from probe.errors import InputError  # noqa: E402
 from probe.modes import tensor_metrics as tm  # noqa: E402
+from probe.modes import tensor as tm_mode  # noqa: E402
 from probe.modes.tensor import _Side, resolve_tensor_file  # noqa: E402
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
@@ -245,6 +246,52 @@ def test_plain_names_resolve_as_before(tmp_path: Path, name: str) -> None:
         assert _outcome(resolve_tensor_file, directory, name) == want
         assert _outcome(resolve_tensor_file, directory, name, directory.resolve()) == want
         assert _outcome(_Side(directory).file, name) == want  # the tensor mode's own path strings
+        listed = _Side(directory, expected=tm_mode.LIST_MIN_FILES)
+        for _ in range(tm_mode.LIST_MIN_FILES + 1):  # files found one by one, then the directory is listed
+            listed.entry("x.pt")
+        assert listed._kinds is not None
+        assert _outcome(listed.file, name) == want
+
+
+def test_a_listed_directory_answers_as_lstat_does(tmp_path: Path) -> None:
+    """Every kind of entry (files, links to files, to directories, dangling links, FIFOs,
+    directories, missing names) is found through the listing as one ``lstat`` finds it."""
+    tensors = tmp_path / "dump_tensor_data"
+    (tensors / "sub").mkdir(parents=True)
+    for i in range(70):
+        (tensors / f"t{i}.pt").write_bytes(b"x")
+    (tmp_path / "outside.pt").write_bytes(b"o")
+    (tensors / "to_outside.pt").symlink_to(tmp_path / "outside.pt")
+    (tensors / "to_inside.pt").symlink_to(tensors / "t1.pt")
+    (tensors / "to_dir").symlink_to(tensors / "sub")
+    (tensors / "dangling.pt").symlink_to(tensors / "nothing.pt")
+    os.mkfifo(tensors / "fifo.pt")
+    names = sorted(os.listdir(tensors)) + ["missing.pt", "sub/x.pt", "..", "."]
+    plain = _Side(tensors)
+    listed = _Side(tensors, expected=len(names))
+    for i in range(tm_mode.LIST_MIN_FILES + 1):
+        assert listed._kinds is None
+        assert listed.entry(f"t{i}.pt") == plain.entry(f"t{i}.pt")
+    assert listed._kinds is not None  # listed at the lookup after the first chunk's files were found
+    for name in names:
+        assert _outcome(listed.entry, name) == _outcome(plain.entry, name), name
+
+
+def test_a_directory_too_large_for_its_files_is_not_listed(tmp_path: Path) -> None:
+    def side_after_a_chunk(expected: int) -> _Side:
+        side = _Side(tmp_path, expected=expected)
+        for i in range(tm_mode.LIST_MIN_FILES + 1):
+            side.entry(f"t{i}.pt")
+        return side
+
+    for i in range(300):
+        (tmp_path / f"t{i}.pt").write_bytes(b"x")
+    assert side_after_a_chunk(tm_mode.LIST_MIN_FILES)._kinds is not None  # room for 4 * 64 + 64 = 320 entries
+    assert side_after_a_chunk(tm_mode.LIST_MIN_FILES - 1)._kinds is None  # too few files asked for
+    for i in range(300, 400):
+        (tmp_path / f"t{i}.pt").write_bytes(b"x")
+    side = side_after_a_chunk(tm_mode.LIST_MIN_FILES)  # 400 entries: more than 320
+    assert side._kinds is None and side.entry("t399.pt") == (str(tmp_path.resolve() / "t399.pt"), True)
 
 
 def _zip_members(data: bytes) -> dict[str, tuple[int, int, int]] | None:

@@ -86,21 +86,15 @@ def load_and_match(target_path: Path, golden_path: Path, registries: Any) -> Mat
     return match_dumps(target, golden, registries.normalizers.values())
 
 
-class AutoMatchMapper:
-    """Pairs rows from the dumps' structure and data (see :mod:`probe.automatch.matcher`)."""
+def auto_match_key_map(ctx: MatchContext) -> KeyMap:
+    """The key map of ``--auto-match``: target rows keyed by the golden rows they were
+    matched with (:data:`NO_PARTNER` for rows left without one)."""
+    result = match_dumps(ctx.target, ctx.golden, ctx.normalizers)
+    mapping = result.row_map()
+    to_key = golden_key_lookup(ctx.golden)
 
-    name = "auto_match"
-    priority = 90
+    def target_key(row: Row) -> str | None:
+        golden_name = mapping.get(row.name)
+        return NO_PARTNER if golden_name is None else to_key(golden_name)
 
-    def build(self, ctx: MatchContext) -> KeyMap | None:
-        if not ctx.options.get("auto_match"):
-            return None
-        result = match_dumps(ctx.target, ctx.golden, ctx.normalizers)
-        mapping = result.row_map()
-        to_key = golden_key_lookup(ctx.golden)
-
-        def target_key(row: Row) -> str | None:
-            golden_name = mapping.get(row.name)
-            return NO_PARTNER if golden_name is None else to_key(golden_name)
-
-        return KeyMap(target_key=target_key)
+    return KeyMap(target_key=target_key)

@@ -9,6 +9,7 @@ from typing import Any
 from probe.errors import InputError
 from probe.hookspecs import hookimpl
 from probe.interfaces import Command
+from probe.model import KeyMap, MatchContext
 
 AUTO_MATCH_HELP = ("pair rows whose names differ from the module tree, call order, shapes and statistics "
                    "(mapping files still win); unsure rows stay N/A")
@@ -71,10 +72,26 @@ def probe_add_compare_options(parser: argparse.ArgumentParser) -> None:
     add_auto_match_option(parser)
 
 
+class AutoMatchMapper:
+    """Pairs rows from the dumps' structure and data (see :mod:`probe.automatch.matcher`).
+
+    The matcher is imported when ``--auto-match`` asks for it, not by every compare that
+    registers this mapper (a plain compare never builds it).
+    """
+
+    name = "auto_match"
+    priority = 90
+
+    def build(self, ctx: MatchContext) -> KeyMap | None:
+        if not ctx.options.get("auto_match"):
+            return None
+        from probe.automatch.mapper import auto_match_key_map
+
+        return auto_match_key_map(ctx)
+
+
 @hookimpl
 def probe_register_mappers(register) -> None:
-    from probe.automatch.mapper import AutoMatchMapper
-
     register.add(AutoMatchMapper.name, AutoMatchMapper())
 
 

@@ -85,17 +85,33 @@ def _plain_entry(root: str, data_name: str) -> tuple[str, bool] | None:
     return candidate, stat.S_ISREG(mode)
 
 
+LIST_MIN_FILES = CHUNK
+"""Tensor files found one by one (``lstat``) on a side before its directory is listed once
+for the others (and the fewest files a side must be asked for to be listed at all)."""
+
+
 class _Side:
     """One dump's tensor directory, resolved once (``root`` is ``None`` when it cannot be:
-    every file then reports the problem)."""
+    every file then reports the problem).
 
-    def __init__(self, tensor_dir: Path) -> None:
+    With ``expected`` files to find (at least :data:`LIST_MIN_FILES`), the directory is
+    listed once, at the next lookup after :data:`LIST_MIN_FILES` files were found in it one
+    by one, i.e. once the first chunk of tasks is on its way to a worker (``os.scandir``: a
+    few ``getdents`` for all names, where each ``lstat`` is a system call of its own); names
+    the listing does not hold as plain entries (links, missing files) are looked up one by
+    one, as without it.
+    """
+
+    def __init__(self, tensor_dir: Path, expected: int = 0) -> None:
         self.tensor_dir = tensor_dir
         try:
             self.root: Path | None = tensor_dir.resolve()
         except (OSError, RuntimeError):
             self.root = None
         self.root_text = None if self.root is None else str(self.root)
+        self._expected = expected
+        self._found = 0
+        self._kinds: dict[str, bool] | None = None
 
     def file(self, data_name: str) -> str:
         """The path of the tensor file ``data_name`` (see :func:`resolve_tensor_file`)."""
@@ -103,11 +119,38 @@ class _Side:
 
     def entry(self, data_name: str) -> tuple[str, bool]:
         """:meth:`file`, and whether it was just seen to be a regular file (``False``: not known)."""
-        if self.root_text is not None:
-            plain = _plain_entry(self.root_text, data_name)
+        root = self.root_text
+        if root is not None:
+            if self._found == LIST_MIN_FILES:  # found one by one so far (the first chunk of tasks)
+                self._kinds = _plain_entries(root, 4 * self._expected + LIST_MIN_FILES)
+                self._found = -1  # listed (or given up) once
+            if self._kinds is not None:
+                regular = self._kinds.get(data_name)
+                if regular is not None:
+                    return os.path.join(root, data_name), regular
+            plain = _plain_entry(root, data_name)
             if plain is not None:
+                if plain[1] and self._expected >= LIST_MIN_FILES and self._found >= 0:  # the directory is searchable
+                    self._found += 1
                 return plain
         return str(resolve_tensor_file(self.tensor_dir, data_name, self.root)), False
+
+
+def _plain_entries(root: str, limit: int) -> dict[str, bool] | None:
+    """``{name: is a regular file}`` of the entries of ``root`` that are not links, as
+    :func:`_plain_entry` would find each of them; ``None`` when ``root`` cannot be listed
+    or holds more than ``limit`` entries (each name is then looked up alone)."""
+    kinds: dict[str, bool] = {}
+    try:
+        with os.scandir(root) as entries:
+            for entry in entries:
+                if len(kinds) >= limit:
+                    return None
+                if not entry.is_symlink():
+                    kinds[entry.name] = entry.is_file(follow_symlinks=False)
+    except OSError:
+        return None
+    return kinds
 
 
 _DIM = re.compile(r"\d+")
@@ -258,7 +301,8 @@ class TensorMode:
         width = 6 + len(ctx.extra_metrics)
         results: list[RowResult] = []
         slots: list[int] = []
-        sides = (_Side(ctx.target.info.tensor_dir), _Side(ctx.golden.info.tensor_dir))
+        expected = sum(map(_comparable, pairs))
+        sides = (_Side(ctx.target.info.tensor_dir, expected), _Side(ctx.golden.info.tensor_dir, expected))
 
         def tasks() -> Iterator[tuple[Any, ...]]:
             """Each pair's task, made as the workers ask for work (its record beside it)."""
@@ -277,11 +321,11 @@ class TensorMode:
                     slots.append(index)
                     yield task
 
-        outcomes = self._run_tasks(tasks(), sum(map(_comparable, pairs)), ctx)
-        if ctx.progress and len(pairs) > len(slots):
-            ctx.progress(len(pairs) - len(slots))
-        for index, (metrics, messages, problem) in zip(slots, outcomes):
-            record = results[index]
+        outcomes = self._run_tasks(tasks(), expected, ctx)
+        # each outcome is filed as its chunk comes back (while the workers go on), after
+        # its task was made: slots[k] exists once the k-th outcome arrives
+        for k, (metrics, messages, problem) in enumerate(outcomes):
+            record = results[slots[k]]
             record.metrics = metrics
             record.notes.extend(messages)
             if record.pair.fuzzy:
@@ -292,38 +336,39 @@ class TensorMode:
             elif metrics and metrics[0] == SHAPE_UNMATCHED and record.pair.target.shape == record.pair.golden.shape:
                 record.mark_not_compared(f"{common.NOT_COMPARED}the tensor files' shapes differ although "
                                          f"dump.json gives both {record.pair.target.shape}")
+        if ctx.progress and len(pairs) > len(slots):
+            ctx.progress(len(pairs) - len(slots))
         return results
 
-    def _run_tasks(self, tasks: Iterator[tuple[Any, ...]], expected: int, ctx: ModeContext) -> list:
-        """Every task's outcome, in order; ``tasks`` is consumed as work is handed out
-        (workers start on the first chunk while the later ones are still being made)."""
+    def _run_tasks(self, tasks: Iterator[tuple[Any, ...]], expected: int, ctx: ModeContext) -> Iterator[tuple]:
+        """Every task's outcome, in order, yielded as it is known; ``tasks`` is consumed as
+        work is handed out (workers start on the first chunk while the later ones are still
+        being made)."""
         extra = list(ctx.extra_metrics)
         loaders = dict(ctx.tensor_loaders)
         if ctx.options.get("executor") == "dask" and expected and runtime.picklable([loaders, extra]):
-            return self._run_on_cluster(list(tasks), ctx, loaders, extra)
+            yield from self._run_on_cluster(list(tasks), ctx, loaders, extra)
+            return
         if ctx.jobs <= 1 or expected < 2 * CHUNK or not runtime.picklable([loaders, extra]):
-            out = []
             pending = 0
             for task in tasks:
-                out.append(_compute_one(task, loaders, extra))
+                yield _compute_one(task, loaders, extra)
                 pending += 1
                 if ctx.progress and pending == PROGRESS_STEP:
                     ctx.progress(pending)
                     pending = 0
             if ctx.progress and pending:
                 ctx.progress(pending)
-            return out
-        out = []
+            return
         for chunk_result in runtime.parallel_map(_compute_chunk, _chunks(tasks, expected, ctx.jobs), loaders, extra,
                                                  workers=ctx.jobs):
-            out.extend(chunk_result)
+            yield from chunk_result
             if ctx.progress:
                 ctx.progress(len(chunk_result))
-        return out
 
     @staticmethod
     def _run_on_cluster(tasks: list[tuple[str, str]], ctx: ModeContext, loaders: dict[str, Any],
-                        extra: list[Any]) -> list:
+                        extra: list[Any]) -> Iterator[tuple]:
         """Split one rank's pairs into row ranges over a dask cluster (``--executor dask``).
 
         Each range is a list of (npu file, bench file) paths, so every worker must see the
@@ -333,13 +378,11 @@ class TensorMode:
         workers = max(1, ctx.jobs)
         size = max(1, min(CLUSTER_CHUNK, -(-len(tasks) // (4 * workers))))
         ranges = [tasks[i : i + size] for i in range(0, len(tasks), size)]
-        out = []
         for chunk_result in runtime.parallel_map(_compute_chunk, ranges, loaders, extra, workers=workers,
                                                  executor="dask", address=ctx.options.get("scheduler")):
-            out.extend(chunk_result)
+            yield from chunk_result
             if ctx.progress:
                 ctx.progress(len(chunk_result))
-        return out
 
     def judge(self, group: list[RowResult]) -> None:
         judge_group(group, _cross_rules)
@@ -367,15 +410,19 @@ class TensorMode:
 
 
 def _number(value: Any) -> float | None:
+    if value.__class__ is float:  # most metrics: the conversion below would give it back
+        return value
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _min_metric(rows: list[RowResult], index: int) -> tuple[float, RowResult | None]:
     best, owner = 1.0, None
     for r in rows:
-        value = _number(r.metrics[index]) if len(r.metrics) > index else None
-        if value is not None and (owner is None or value < best):
-            best, owner = value, r
+        metrics = r.metrics
+        if len(metrics) > index:
+            value = _number(metrics[index])
+            if value is not None and (owner is None or value < best):
+                best, owner = value, r
     return best, owner
 
 

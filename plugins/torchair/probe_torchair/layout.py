@@ -18,21 +18,8 @@ from probe_torchair.gedump import GeOpFile, parse_name
 
 log = logging.getLogger("probe.torchair")
 
-_RANK_DIR = re.compile(r"^worldsize.*rank(\d+)$")
 _FIRST_NUMBER = re.compile(r"\d+")
 GRAPH_PREFIX = "dynamo_original_graph_"
-
-
-def rank_dirs(root: Path) -> dict[int, Path]:
-    """``worldsize*_global_rank{r}`` sub-directories of ``root`` by rank number."""
-    found: dict[int, Path] = {}
-    if not root.is_dir():
-        return found
-    for name in sorted(os.listdir(root)):
-        match = _RANK_DIR.match(name)
-        if match and (root / name).is_dir():
-            found[int(match.group(1))] = root / name
-    return found
 
 
 def graph_files(root: Path, rank: int | None = None) -> list[Path]:

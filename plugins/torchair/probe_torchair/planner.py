@@ -9,6 +9,7 @@ from probe.api import InputError, PairPlan
 
 from probe_torchair import layout as layout_mod
 from probe_torchair.compare import normalize_mode
+from probe_torchair.ranks import rank_dirs
 from probe_torchair.report import DOCUMENTED, LAYOUTS, report_stem
 from probe_torchair.stages import FX_READER, GE_READER, GRAPH_ROOT, PAIRER, RANK, mode_name
 
@@ -46,8 +47,8 @@ def plan(target: Path, golden: Path, ranks: list[int] | None = None, mode: str |
         raise InputError(f"--fx-token-offset must be 0 or 1, not {token_offset}")
     mode = normalize_mode(mode)
     golden_is_ge = layout_mod.has_graph_files(golden)
-    target_ranks = layout_mod.rank_dirs(target)
-    golden_ranks = layout_mod.rank_dirs(golden)
+    target_ranks = rank_dirs(target)
+    golden_ranks = rank_dirs(golden)
     common = dict(golden_is_ge=golden_is_ge, mode=mode, token_offset=token_offset, graph_root=target, layout=layout)
     if not target_ranks:
         if ranks:

@@ -80,6 +80,6 @@ def probe_detect_framework(path: str) -> str | None:
         return None
     if any(n.startswith("dynamo_original_graph_") and n.endswith(".txt") for n in names):
         return NAME
-    from probe_torchair.layout import rank_dirs
+    from probe_torchair.ranks import rank_dirs
 
     return NAME if rank_dirs(Path(path)) else None

@@ -7,6 +7,9 @@
 * modes ``torchair-tensor``, ``torchair-statistics`` and ``torchair-md5`` (the documented
   report columns) and ``torchair-*-26.2`` (msProbe 26.2's columns): TorchAir's own metrics and
   PASS/FAIL rule; with ``-hl`` each row is coloured green / red / yellow (PASS / FAIL / N/A).
+
+The GE/FX parsing and pairing modules are imported by the methods that use them: every
+compare registers these stages, and only TorchAir compares run them.
 """
 
 from __future__ import annotations
@@ -32,10 +35,6 @@ from probe.api import (
     RowResult,
 )
 
-from probe_torchair import layout
-from probe_torchair.compare import build_pairs, compute_row, plan_units
-from probe_torchair.fxdump import FxOp, read_token_dir
-from probe_torchair.graph import Graph
 from probe_torchair.report import COLOURS, DOCUMENTED, HIGHLIGHT, LEGACY, layout_cells, layout_columns, verdict_of
 
 log = logging.getLogger("probe.torchair")
@@ -58,9 +57,15 @@ class GeReader:
     name = GE_READER
 
     def sniff(self, path: Path) -> bool:
-        return Path(path).is_dir() and bool(layout.ge_groups(Path(path)))
+        if not Path(path).is_dir():
+            return False
+        from probe_torchair import layout
+
+        return bool(layout.ge_groups(Path(path)))
 
     def load(self, path: Path, with_stack: bool = True, **_: Any) -> FlatDump:
+        from probe_torchair import layout
+
         groups = layout.ge_groups(Path(path))
         if not groups:
             raise InputError("no GE dump files found", path)
@@ -79,9 +84,16 @@ class FxReader:
     name = FX_READER
 
     def sniff(self, path: Path) -> bool:
-        return Path(path).is_dir() and bool(layout.fx_groups(Path(path)))
+        if not Path(path).is_dir():
+            return False
+        from probe_torchair import layout
+
+        return bool(layout.fx_groups(Path(path)))
 
     def load(self, path: Path, with_stack: bool = True, token_offset: int | None = None, **_: Any) -> FlatDump:
+        from probe_torchair import layout
+        from probe_torchair.fxdump import read_token_dir
+
         groups = layout.fx_groups(Path(path), token_offset)
         if not groups:
             raise InputError("no FX dump (token directories of .npy files) found", path)
@@ -108,6 +120,11 @@ class TokenPairer:
     name = PAIRER
 
     def pair(self, target: FlatDump, golden: FlatDump, key_map: KeyMap | None, ctx: MatchContext) -> Pairing:
+        from probe_torchair import layout
+        from probe_torchair.compare import build_pairs, plan_units
+        from probe_torchair.fxdump import FxOp, read_token_dir
+        from probe_torchair.graph import Graph
+
         root = Path(ctx.options[GRAPH_ROOT])
         rank = ctx.options.get(RANK)
         paths = layout.graph_files(root, rank)
@@ -172,6 +189,8 @@ class TorchairMode:
 
     def compute(self, pairs: Sequence[Pair], ctx: ModeContext) -> list[RowResult]:
         """Load both tensors of every pair and compute its report row (``data_id`` = position)."""
+        from probe_torchair.compare import compute_row
+
         problems: dict[str, str] = {}
         for pair in pairs:
             spec = pair.target.extra["spec"]

@@ -5,6 +5,7 @@ Registered by :mod:`probe.builtin.reader`.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 from collections.abc import Iterator
@@ -139,12 +140,7 @@ def _consume(data: dict[str, Any]) -> Iterator[tuple[str, Any]]:
 
 def detect_framework(path: str) -> str | None:
     """Read the ``framework`` key near the top of a dump.json (or the rank dirs below ``path``)."""
-    candidates = [Path(path)]
-    root = Path(path)
-    if root.is_dir():
-        candidates = sorted(root.glob("*.json")) + sorted(root.glob("*/*.json")) + sorted(root.glob("*/*/*.json"))
-        candidates = [c for c in candidates if c.name.endswith(("dump.json", "debug.json"))]
-    for candidate in candidates[:4]:
+    for candidate in itertools.islice(_framework_candidates(Path(path)), 4):
         try:
             with open(open_regular(candidate), "rb") as handle:  # never a FIFO or a device
                 head = handle.read(1 << 16)
@@ -154,3 +150,14 @@ def detect_framework(path: str) -> str | None:
         if match:
             return match.group(1).decode()
     return None
+
+
+def _framework_candidates(root: Path) -> Iterator[Path]:
+    """``root`` itself, or the dump.json / debug.json files at most three levels below the
+    directory ``root``, shallower ones first (each level sorted). A level is listed only
+    when the ones above it gave no answer: a rank directory's tensor files are not walked."""
+    if not root.is_dir():
+        yield root
+        return
+    for pattern in ("*.json", "*/*.json", "*/*/*.json"):
+        yield from (c for c in sorted(root.glob(pattern)) if c.name.endswith(("dump.json", "debug.json")))
