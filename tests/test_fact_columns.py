@@ -83,3 +83,13 @@ def test_facts_kept_as_columns_diagnose_as_the_nodes(case: tuple) -> None:
     as_nodes = RankFacts(rank=0, step=0, label="r", nodes=nodes)
     as_columns = RankFacts(rank=0, step=0, label="r", nodes=_stored(nodes, parents, cuts))
     assert orjson.dumps(diagnose_facts([as_columns]).to_dict()) == orjson.dumps(diagnose_facts([as_nodes]).to_dict())
+
+
+def test_nodes_differing_only_in_names_and_deviations_share_one_combination() -> None:
+    nodes = [NodeFacts(f"Functional.relu.{i}.forward", i, "api", "Functional.relu", in_dev=i / 7, out_dev=i / 3,
+                       worst_in=f"Functional.relu.{i}.forward.input.0", dtype="float32") for i in range(50)]
+    store = _stored(nodes, {}, [10, 30])
+    assert len(store.combos) == 1 and len(store.codes) == 50
+    store.set_leaf(7, 0.5, ".input.0", True)
+    assert len(store.combos) == 2 and store[7].worst_leaf == "Functional.relu.7.forward.input.0"
+    assert repr(store[8]) == repr(nodes[8])
