@@ -135,11 +135,11 @@ class FactColumns(Sequence[Any]):
 
     def lists(self, names: Sequence[str]) -> list[Sequence[Any]]:
         """The values of each field of ``names`` (``order`` too), as reading every node would give them: a
-        list, or for deviations a float64 array (no float object made for every node)."""
+        list, for deviations a float64 array (no float object made for every node), for ``order`` a range."""
         out: list[Sequence[Any]] = []
         for name in names:
             if name == "order":
-                out.append(list(range(len(self))))
+                out.append(range(len(self)))
             elif name == "module":
                 out.append(list(self.modules))
             elif name == "entry":
