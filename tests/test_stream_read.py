@@ -195,3 +195,21 @@ def test_a_golden_index_from_a_child_reads_the_rows_of_its_entries(tmp_path) -> 
     ordinals = list(range(len(index.dump.names)))
     assert [r.key for r in again.rows(ordinals)] == [r.key for r in index.rows(ordinals)]
     assert again.renames(ordinals) == index.renames(ordinals)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sizes=st.lists(st.integers(0, 3), min_size=1, max_size=6), data=st.data())
+def test_golden_marks_are_each_entrys_rows_met_whether_or_not_every_entry_has_rows(tmp_path, sizes, data) -> None:
+    golden = _golden(tmp_path, sizes)
+    joined = pickle.loads(pickle.dumps(golden))  # names kept joined, as from the child
+    ordinals = sorted(data.draw(st.sets(st.integers(0, len(sizes) - 1), min_size=1)))
+    rows = golden.rows(ordinals)
+    met = {row.key for row in rows if data.draw(st.booleans())}
+    want = []
+    for index in ordinals:
+        mine = [row.key in met for row in rows if row.entry == golden.dump.names[index]]
+        mask = sum(1 << p for p, hit in enumerate(mine) if hit)
+        want.append((index, mask, len(mine)))
+    if all(hit for _, mask, size in want for hit in [mask == (1 << size) - 1]):
+        want = [(index, ALL_MET, 0) for index in ordinals]
+    assert golden.marks(ordinals, rows, met) == joined.marks(ordinals, joined.rows(ordinals), met) == want
