@@ -73,7 +73,18 @@ class JoinedNames(Sequence[str]):
     __hash__ = None  # type: ignore[assignment]  # equal to a list, which has none
 
 
-def _lengths_before(names: list[str], joined: str) -> array:
+def joined_names(names: Sequence[str]) -> JoinedNames | Sequence[str]:
+    """``names`` as :class:`JoinedNames` (about 40 bytes a name instead of 100), or as they are when empty
+    or a name holds a newline."""
+    if isinstance(names, JoinedNames):
+        return names
+    joined = "\n".join(names)
+    if not names or joined.count("\n") != len(names) - 1:
+        return names
+    return JoinedNames(joined, _lengths_before(names, joined))
+
+
+def _lengths_before(names: Sequence[str], joined: str) -> array:
     """:attr:`JoinedNames.before` of ``names`` joined as ``joined`` (found from the newlines when the text
     is ASCII: a few times faster than summing the names' lengths)."""
     if not joined.isascii():
@@ -106,12 +117,7 @@ class MemberIndex:
         # the names as one string cut at newlines (no name holds one: see _ENTRY), with where each starts:
         # it pickles and unpickles several times faster than a list of as many strings, and is kept as it
         # came (:class:`JoinedNames`: about 40 bytes a name instead of 100)
-        names: JoinedNames | list[str] = self.names
-        if isinstance(names, list):
-            joined = "\n".join(names)
-            if names and joined.count("\n") == len(names) - 1:
-                names = JoinedNames(joined, _lengths_before(names, joined))
-        return {**self.__dict__, "raw": None, "names": names}
+        return {**self.__dict__, "raw": None, "names": joined_names(self.names)}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)

@@ -27,7 +27,7 @@ from probe.errors import NotStreamable
 from probe.formats.msprobe.stream import StreamedDump, skipped_names
 from probe.formats.msprobe.names import backward_stem, renumbered
 from probe.match import backward_numbers, backward_renames, match_exact
-from probe.memberindex import JoinedNames
+from probe.memberindex import JoinedNames, joined_names
 from probe.model import Pair, Row, RowList
 
 WINDOW_BYTES = 64 << 20
@@ -97,6 +97,7 @@ class GoldenIndex:
         count = len(names)
         keys, self.numbers, dump.skipped = entry_keys(names)
         """Each backward entry's number among those of its stem (the call index of its key); -1 for others."""
+        dump.index.names = joined_names(names)  # only a window's golden entries are named at a time
         # entry keys by their hashes (sorted) rather than in a dict: 12 bytes an entry, no strings kept
         hashes = np.fromiter(map(hash, keys), np.int64, count)
         order = np.argsort(hashes)  # any order of equal hashes: they stop the streamed compare below
