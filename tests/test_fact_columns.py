@@ -93,3 +93,13 @@ def test_row_names_are_those_the_nodes_give(case: tuple, picked: list[int]) -> N
     positions = [i for i in picked if i < len(nodes)]
     for name in ("worst_in", "worst_out", "worst_param", "worst_leaf", "worst_reduced"):
         assert store.row_names(name, positions) == [getattr(nodes[i], name) for i in positions]
+
+
+def test_nodes_differing_only_in_names_and_deviations_share_one_combination() -> None:
+    nodes = [NodeFacts(f"Functional.relu.{i}.forward", i, "api", "Functional.relu", in_dev=i / 7, out_dev=i / 3,
+                       worst_in=f"Functional.relu.{i}.forward.input.0", dtype="float32") for i in range(50)]
+    store = _stored(nodes, {}, [10, 30])
+    assert len(store.combos) == 1 and len(store.codes) == 50
+    store.set_leaf(7, 0.5, ".input.0", True)
+    assert len(store.combos) == 2 and store[7].worst_leaf == "Functional.relu.7.forward.input.0"
+    assert repr(store[8]) == repr(nodes[8])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -142,8 +143,6 @@ def test_a_data_member_that_is_not_last_compares_as_a_whole_one(tmp_path, run_pr
 
 
 def test_a_golden_index_unpickles_only_where_string_hashes_are_its_own(tmp_path, monkeypatch) -> None:
-    import pickle
-
     import probe.windows as windows
 
     index = _golden(tmp_path, [1, 2])
@@ -217,3 +216,45 @@ def test_entry_scan_equals_one_regex_pass(lines, block, scan, batch, tmp_path, m
     index = memberindex.index_member(path, "data")
     expected = _index_by_regex(raw, body, end)
     assert (index.names, list(index.starts)) == expected if expected else index is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(names=st.lists(st.text(st.characters(blacklist_characters="\n"), max_size=6), min_size=1, max_size=9),
+       lo=st.integers(-11, 11), hi=st.integers(-11, 11), step=st.sampled_from([None, 1, 2, -1]))
+def test_names_kept_joined_read_as_the_list(names, lo, hi, step) -> None:
+    index = memberindex.MemberIndex(None, names, memberindex.array("q", range(len(names))), len(names))
+    joined = pickle.loads(pickle.dumps(index)).names
+    assert isinstance(joined, memberindex.JoinedNames)
+    assert len(joined) == len(names) and list(joined) == names
+    assert [joined[i] for i in range(-len(names), len(names))] == names + names
+    assert joined[lo:hi:step] == names[lo:hi:step]
+    for bad in (len(names), -len(names) - 1):
+        with pytest.raises(IndexError):
+            joined[bad]
+
+
+def test_a_golden_index_from_a_child_reads_the_rows_of_its_entries(tmp_path) -> None:
+    index = _golden(tmp_path, [1, 2, 3])
+    again = pickle.loads(pickle.dumps(index))
+    assert isinstance(again.dump.names, memberindex.JoinedNames)
+    ordinals = list(range(len(index.dump.names)))
+    assert [r.key for r in again.rows(ordinals)] == [r.key for r in index.rows(ordinals)]
+    assert again.renames(ordinals) == index.renames(ordinals)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sizes=st.lists(st.integers(0, 3), min_size=1, max_size=6), data=st.data())
+def test_golden_marks_are_each_entrys_rows_met_whether_or_not_every_entry_has_rows(tmp_path, sizes, data) -> None:
+    golden = _golden(tmp_path, sizes)
+    joined = pickle.loads(pickle.dumps(golden))  # names kept joined, as from the child
+    ordinals = sorted(data.draw(st.sets(st.integers(0, len(sizes) - 1), min_size=1)))
+    rows = golden.rows(ordinals)
+    met = {row.key for row in rows if data.draw(st.booleans())}
+    want = []
+    for index in ordinals:
+        mine = [row.key in met for row in rows if row.entry == golden.dump.names[index]]
+        mask = sum(1 << p for p, hit in enumerate(mine) if hit)
+        want.append((index, mask, len(mine)))
+    if all(hit for _, mask, size in want for hit in [mask == (1 << size) - 1]):
+        want = [(index, ALL_MET, 0) for index in ordinals]
+    assert golden.marks(ordinals, rows, met) == joined.marks(ordinals, joined.rows(ordinals), met) == want

@@ -171,11 +171,11 @@ def test_a_member_index_pickles_with_its_names_and_offsets(names) -> None:
     import pickle
     from array import array
 
-    from probe.memberindex import MemberIndex
+    from probe.memberindex import JoinedNames, MemberIndex
 
     index = MemberIndex(None, list(names), array("q", range(len(names))), len(names) + 1)
     state = index.__getstate__()
-    assert isinstance(state["names"], str) == (bool(names) and not any("\n" in n for n in names))
+    assert isinstance(state["names"], JoinedNames) == (bool(names) and not any("\n" in n for n in names))
     copy = pickle.loads(pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL))
     assert copy.names == names and copy.starts == index.starts and copy.end == index.end
     assert copy.raw is None and index.names is not copy.names

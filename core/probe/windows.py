@@ -20,13 +20,14 @@ from array import array
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
-from operator import attrgetter
+from operator import attrgetter, ne
 from typing import Any
 
 from probe.errors import NotStreamable
 from probe.formats.msprobe.stream import StreamedDump, skipped_names
 from probe.formats.msprobe.names import backward_stem, renumbered
 from probe.match import backward_numbers, backward_renames, match_exact
+from probe.memberindex import JoinedNames, joined_names
 from probe.model import Pair, Row, RowList
 
 WINDOW_BYTES = 64 << 20
@@ -96,6 +97,7 @@ class GoldenIndex:
         count = len(names)
         keys, self.numbers, dump.skipped = entry_keys(names)
         """Each backward entry's number among those of its stem (the call index of its key); -1 for others."""
+        dump.index.names = joined_names(names)  # only a window's golden entries are named at a time
         # entry keys by their hashes (sorted) rather than in a dict: 12 bytes an entry, no strings kept
         hashes = np.fromiter(map(hash, keys), np.int64, count)
         order = np.argsort(hashes)  # any order of equal hashes: they stop the streamed compare below
@@ -150,15 +152,21 @@ class GoldenIndex:
                     found.update(more)
         return sorted(found)
 
+    def names_of(self, ordinals: Sequence[int]) -> list[str]:
+        """The names of the golden entries ``ordinals``."""
+        names = self.dump.names
+        if isinstance(names, JoinedNames):
+            return names.take(ordinals)
+        return [names[i] for i in ordinals]
+
     def renames(self, ordinals: Sequence[int]) -> dict[str, str]:
         """The renumbered names of the backward entries among ``ordinals`` (as
         :func:`probe.match.backward_renames` gives them for the whole dump)."""
-        names, numbers = self.dump.names, self.numbers
+        numbers = self.numbers
         renames = {}
-        for index in ordinals:
+        for index, name in zip(ordinals, self.names_of(ordinals)):
             number = numbers[index]
             if number >= 0:
-                name = names[index]
                 stem, api = backward_stem(name)  # type: ignore[misc]  # a backward entry
                 renames[name] = renumbered(stem, api, number)
         return renames
@@ -179,28 +187,30 @@ class GoldenIndex:
     def marks(self, ordinals: Sequence[int], rows: Sequence[Row], met: set[str] | None) -> list[tuple[int, int, int]]:
         """``(ordinal, mask of the rows met, rows)`` of each golden entry of ``ordinals``
         (the mask :data:`ALL_MET` when all were; ``met`` ``None``: all were)."""
-        names, numbers = self.dump.names, self.numbers
-        backward = [names[i] for i in ordinals if numbers[i] >= 0]
-        if backward:
-            with_rows = set(map(_ENTRY, rows))
-            if any(name not in with_rows for name in backward):
-                raise NotStreamable(f"{self.dump.info.path}: a renumbered entry has no rows")
+        entries = list(map(_ENTRY, rows))
         hits = None if met is None else list(map(met.__contains__, map(_KEY, rows)))
-        if hits is None or all(hits):
-            return [(index, ALL_MET, 0) for index in ordinals]
-        spans: dict[str, tuple[int, int]] = {}
-        start = 0
-        for entry, group in groupby(map(_ENTRY, rows)):
-            size = sum(1 for _ in group)
-            spans[entry] = (start, size)
-            start += size
+        all_met = hits is None or all(hits)
+        if entries and sum(map(ne, entries[1:], entries[:-1])) + 1 == len(ordinals):
+            # every entry has rows (rows come in the order of ordinals): no name needed
+            if all_met:
+                return [(index, ALL_MET, 0) for index in ordinals]
+            sizes = [sum(1 for _ in group) for _, group in groupby(entries)]
+        else:
+            names, numbers = self.names_of(ordinals), self.numbers
+            counted = {entry: sum(1 for _ in group) for entry, group in groupby(entries)}
+            if any(name not in counted for i, name in zip(ordinals, names) if numbers[i] >= 0):
+                raise NotStreamable(f"{self.dump.info.path}: a renumbered entry has no rows")
+            if all_met:
+                return [(index, ALL_MET, 0) for index in ordinals]
+            sizes = [counted.get(name, 0) for name in names]
         marks = []
-        for index in ordinals:
-            start, size = spans.get(names[index], (0, 0))
+        start = 0
+        for index, size in zip(ordinals, sizes):
             mask = 0
             for position in range(size):
                 if hits[start + position]:
                     mask |= 1 << position
+            start += size
             marks.append((index, mask, size))
         return marks
 

@@ -3,8 +3,9 @@
 A streamed compare of a million entries keeps the facts of every entry until the diagnosis
 runs: as :class:`~probe.diagnosis.facts.NodeFacts` objects that is about 330 bytes an entry
 (the object, its order and its deviations as float objects); here the deviations are float64
-numbers in one array, the flags bytes, the order the position, and the texts and counts
-references to the (shared) objects the facts were made of, about 150 bytes an entry. Reading a
+numbers in one array, the flags bytes, the order the position, the entry and module names
+references to the (shared) strings the facts were made of, and the other texts and counts, which
+take few distinct values together, the number of their combination: about 70 bytes an entry. Reading a
 node gives the :class:`NodeFacts` the builder used to keep (made on demand);
 :meth:`FactColumns.lists` gives whole columns to :class:`probe.diagnosis.columns.RankView`
 without making any node.
@@ -29,14 +30,19 @@ _SLOTS = ("entry", "order", "kind", "op", "backward", "in_dev", "out_dev", "para
 _AT = {name: i for i, name in enumerate(_SLOTS)}
 _OBJECTS = ("entry", "kind", "op", "argument", "unmatched", "matched", "width", "dtype", "w_in", "w_out", "w_param",
             "w_leaf", "w_reduced")
-"""Kept as references to the objects themselves (shared texts, small or cached numbers)."""
+"""Kept as references to the objects themselves: ``entry`` one a node, the others in its combination."""
 _FLOATS = ("in_dev", "out_dev", "param_dev", "leaf_dev", "reduced_dev")
 _BYTES = ("backward", "nan_in", "nan_out", "exact", "tails")
 _FLAGS = _BYTES[:4]
-_OBJECTS_OF, _FLOATS_OF, _BYTES_OF = (itemgetter(*(_AT[name] for name in names))
-                                     for names in (_OBJECTS, _FLOATS, _BYTES))
+_COMBINED = _OBJECTS[1:] + _BYTES
+"""The fields a node keeps as the number of their combination (few distinct ones: the op, its kind, the
+dtype, the worst rows' tails, the flags...)."""
+_COMBO_OF, _FLOATS_OF = (itemgetter(*(_AT[name] for name in names)) for names in (_COMBINED, _FLOATS))
 _ENTRY_OF = itemgetter(0)
-_N_OBJECTS, _N_FLOATS, _N_BYTES = len(_OBJECTS), len(_FLOATS), len(_BYTES)
+_N_FLOATS = len(_FLOATS)
+_LEAF_AT, _TAILS_AT = _COMBINED.index("w_leaf"), _COMBINED.index("tails")
+_CODE = "I"
+"""The type code of a node's combination number (4 bytes instead of 17 fields)."""
 LEAF_BIT = 8
 """The bit of ``w_leaf`` in ``tails`` (:attr:`NodeFacts.tails`)."""
 _ROW_NAMES = {"worst_in": ("w_in", 1), "worst_out": ("w_out", 2), "worst_param": ("w_param", 4),
@@ -46,15 +52,21 @@ _ROW_NAMES = {"worst_in": ("w_in", 1), "worst_out": ("w_out", 2), "worst_param":
 
 class FactColumns(Sequence[Any]):
     """A rank's :class:`NodeFacts` in dump order (``order`` is the position): the fields of :data:`_OBJECTS`
-    node after node in one list, the deviations in one float64 array, the flags and ``tails`` in one
-    bytearray (a node's fields side by side: one slice each reads a node back), ``module`` in a list.
+    node after node, the deviations in one float64 array, the flags and ``tails`` in one bytearray (a
+    node's fields side by side: one slice each reads a node back), ``entry`` and ``module`` in lists.
+    The fields of :data:`_OBJECTS` but ``entry`` take few distinct values together (the op, its kind,
+    the dtype, the worst rows' tails...): each node keeps the number of its combination of them
+    (:data:`_CODE`), one tuple per combination kept in ``combos``.
     ``make`` makes a node of its slot values (:func:`probe.diagnosis.facts._restored`)."""
 
     def __init__(self, make: Callable[[tuple[Any, ...]], NodeFacts]) -> None:
         self.make = make
-        self.objects: list[Any] = []
+        self.entries: list[str] = []
+        self.codes = array(_CODE)
+        self.combos: list[tuple[Any, ...]] = []
+        self.numbers: dict[tuple[Any, ...], int] = {}
+        """Each combination's position in ``combos``."""
         self.floats = array("d")
-        self.bytes = bytearray()
         self.modules: list[str] = []
 
     def __len__(self) -> int:
@@ -82,8 +94,8 @@ class FactColumns(Sequence[Any]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, FactColumns):
-            return (self.objects, self.floats, self.bytes, self.modules) == (
-                other.objects, other.floats, other.bytes, other.modules)
+            return (self.entries, self.floats, self.modules) == (other.entries, other.floats, other.modules) and \
+                list(map(self.combos.__getitem__, self.codes)) == list(map(other.combos.__getitem__, other.codes))
         if isinstance(other, list):
             return list(self) == other
         return NotImplemented
@@ -95,67 +107,88 @@ class FactColumns(Sequence[Any]):
 
     def _node(self, index: int) -> NodeFacts:
         module = self.modules[index]  # IndexError past the end
-        at = _N_OBJECTS * index
-        entry, kind, op, argument, unmatched, matched, width, dtype, w_in, w_out, w_param, w_leaf, w_reduced = \
-            self.objects[at:at + _N_OBJECTS]
+        kind, op, argument, unmatched, matched, width, dtype, w_in, w_out, w_param, w_leaf, w_reduced, backward, \
+            nan_in, nan_out, exact, tails = self.combos[self.codes[index]]
         at = _N_FLOATS * index
         in_dev, out_dev, param_dev, leaf_dev, reduced_dev = self.floats[at:at + _N_FLOATS]
-        at = _N_BYTES * index
-        backward, nan_in, nan_out, exact, tails = self.bytes[at:at + _N_BYTES]
-        return self.make((entry, index, kind, op, backward == 1, in_dev, out_dev, param_dev, leaf_dev, nan_in == 1,
-                          nan_out == 1, argument, unmatched, matched, reduced_dev, width, dtype, exact == 1, module,
-                          w_in, w_out, w_param, w_leaf, w_reduced, tails))
+        return self.make((self.entries[index], index, kind, op, backward == 1, in_dev, out_dev, param_dev, leaf_dev,
+                          nan_in == 1, nan_out == 1, argument, unmatched, matched, reduced_dev, width, dtype, exact == 1,
+                          module, w_in, w_out, w_param, w_leaf, w_reduced, tails))
 
     def extend(self, rows: Sequence[tuple[Any, ...]], parent_of: Callable[[str, str], str]) -> None:
         """Append the nodes whose slot values (``order`` and ``module`` ignored) are ``rows``, their
         ``module`` from ``parent_of(entry, "")``."""
-        self.objects.extend(chain.from_iterable(map(_OBJECTS_OF, rows)))
+        self.entries.extend(map(_ENTRY_OF, rows))
+        combos = list(map(_COMBO_OF, rows))
+        codes = list(map(self.numbers.get, combos))
+        if None in codes:  # combinations not seen before (the first windows, mostly)
+            for i in [i for i, code in enumerate(codes) if code is None]:
+                codes[i] = self._number(combos[i])
+        self.codes.fromlist(codes)
         self.floats.fromlist(list(chain.from_iterable(map(_FLOATS_OF, rows))))  # twice as fast as extend()
-        self.bytes.extend(chain.from_iterable(map(_BYTES_OF, rows)))
         self.modules.extend(map(parent_of, map(_ENTRY_OF, rows), repeat("")))
 
     def set_leaf(self, index: int, dev: float, name: str, tail: bool) -> None:
         """``leaf_dev`` and ``worst_leaf`` of node ``index`` (``tail``: ``name`` follows its entry's name)."""
         self.floats[_N_FLOATS * index + _FLOATS.index("leaf_dev")] = dev
-        self.objects[_N_OBJECTS * index + _OBJECTS.index("w_leaf")] = name
-        at = _N_BYTES * index + _BYTES.index("tails")
-        self.bytes[at] = self.bytes[at] | LEAF_BIT if tail else self.bytes[at] & ~LEAF_BIT
+        combo = list(self.combos[self.codes[index]])
+        combo[_LEAF_AT] = name
+        combo[_TAILS_AT] = combo[_TAILS_AT] | LEAF_BIT if tail else combo[_TAILS_AT] & ~LEAF_BIT
+        self.codes[index] = self._number(tuple(combo))
 
     def row_names(self, name: str, positions: Sequence[int]) -> list[str]:
         """The row name ``name`` (``worst_in``, ``worst_out``, ...) of the nodes at ``positions``, as the nodes
         would give it (none is made)."""
         field, bit = _ROW_NAMES[name]
-        k = _OBJECTS.index(field)
-        objects, tails = self.objects, self.bytes[_BYTES.index("tails")::_N_BYTES]
+        k = _COMBINED.index(field)
+        combos, codes, entries = self.combos, self.codes, self.entries
         out = []
         for i in positions:
-            at = _N_OBJECTS * i
-            value = objects[at + k]
-            out.append(objects[at] + value if tails[i] & bit else value)
+            combo = combos[codes[i]]
+            value = combo[k]
+            out.append(entries[i] + value if combo[_TAILS_AT] & bit else value)
         return out
 
     def lists(self, names: Sequence[str]) -> list[Sequence[Any]]:
         """The values of each field of ``names`` (``order`` too), as reading every node would give them: a
-        list, or for deviations a numpy float64 array and for flags a numpy bool array (no Python object
-        made for every node)."""
+        list, for deviations a numpy float64 array and for flags a numpy bool array (no Python object made
+        for every node), for ``order`` a range."""
         import numpy as np  # not at start-up: only the ranking reads whole columns
 
-        floats = bytes_ = None
+        floats = None
         out: list[Sequence[Any]] = []
         for name in names:
             if name == "order":
-                out.append(list(range(len(self))))
+                out.append(range(len(self)))
             elif name == "module":
                 out.append(list(self.modules))
+            elif name == "entry":
+                out.append(list(self.entries))
             elif name in _FLOATS:
                 if floats is None:  # a copy: a view would pin the array's size
                     floats = np.frombuffer(self.floats, np.float64).reshape(-1, _N_FLOATS).copy()
                 out.append(floats[:, _FLOATS.index(name)])
-            elif name in _BYTES:
-                if bytes_ is None:
-                    bytes_ = np.frombuffer(self.bytes, np.uint8).reshape(-1, _N_BYTES).copy()
-                column = bytes_[:, _BYTES.index(name)]
-                out.append(column != 0 if name in _FLAGS else column.tolist())
+            elif name in _FLAGS:
+                at = _COMBINED.index(name)
+                flags = np.array([combo[at] != 0 for combo in self.combos], bool)
+                out.append(flags[np.frombuffer(self.codes, f"u{self.codes.itemsize}")])
             else:
-                out.append(self.objects[_OBJECTS.index(name)::_N_OBJECTS])
+                out.append(self._column(_COMBINED.index(name)))
         return out
+
+    def _number(self, combo: tuple[Any, ...]) -> int:
+        """``combo``'s position in ``combos`` (added when new)."""
+        number = self.numbers.get(combo)
+        if number is None:
+            number = self.numbers[combo] = len(self.combos)
+            self.combos.append(combo)
+        return number
+
+    def _column(self, at: int) -> list[Any]:
+        """Field ``at`` of every node's combination."""
+        values = [combo[at] for combo in self.combos]
+        if not values:
+            return []
+        if values.count(values[0]) == len(values):  # one value (often: the dtype, ``argument``...)
+            return [values[0]] * len(self)
+        return list(map(values.__getitem__, self.codes))

@@ -36,7 +36,7 @@ class StreamedDump:
     """:attr:`skipped_entries` once known (given, or computed when first asked for)."""
 
     @property
-    def names(self) -> list[str]:
+    def names(self) -> Sequence[str]:
         return self.index.names
 
     @property
