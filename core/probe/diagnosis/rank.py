@@ -179,7 +179,7 @@ def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
                 entry["max_error_within_floor"] = error
         series.append(_series(view))
         views.append(view)
-    ranking = _ranking(views, founds)
+    ranking = sorted(range(len(suspects)), key=lambda k: sort_key(suspects[k]))  # stable, as sort() is
     suspects = [suspects[k] for k in ranking]
     _mark_suspects(series, views, founds, ranking)
     for dtype, entry in floor_stats.items():
@@ -204,22 +204,6 @@ def _series(view: RankView) -> dict[str, Any]:
     points = Points(names, order, finite_or_none(error), finite_or_none(floor), module, directions(backward), kind,
                     [None] * len(names))
     return {"rank": facts.rank, "step": facts.step, "label": f"step{facts.step}/rank{facts.rank}", "points": points}
-
-
-def _ranking(views: list[RankView], founds: list[list[int]]) -> list[int]:
-    """The order of the suspects of ``views`` (nodes ``founds`` of each, view after view) by :func:`sort_key`,
-    from the views' columns (a stable sort, as ``sorted`` is)."""
-    import numpy as np  # not at start-up
-
-    tiers = np.array([KIND_TIER.get(RULE_KIND.get(rule, ""), 9) for rule in range(-1, max(RULE_KIND) + 1)])
-    keys = [np.array([np.full(len(found), view.facts.step), view.backward[found],
-                      view.rules[found] == BY_STRUCTURE,
-                      np.array(_picked(view.orders, found), np.int64).reshape(-1),
-                      tiers[view.rules[found] + 1], np.full(len(found), view.facts.rank)], np.int64)
-            for view, found in zip(views, founds)]
-    if not keys:
-        return []
-    return np.lexsort(np.concatenate(keys, axis=1)[::-1]).tolist()
 
 
 def _mark_suspects(series: list[dict[str, Any]], views: list[RankView], founds: list[list[int]],
