@@ -62,7 +62,8 @@ def advisor_lines(lines: list[tuple[str, str]], diagnosis: Diagnosis, step: int)
         if head == "First failing row":
             head = "First failing row (msProbe rules)"
         kept.append((head, text))
-    best = next((s for s in diagnosis.suspects if s.step == step), None)  # the step's best suspect
+    suspects = step_suspects(diagnosis, step)
+    best = suspects[0] if suspects else None  # the step's best suspect
     first = diagnosis.first
     if diagnosis.verdict != DIVERGENT or first is None:
         kept.insert(0, ("Diagnosis", diagnosis.headline()))
