@@ -285,3 +285,24 @@ def test_appended_window_bytes_are_the_file_less_its_skip(tmp_path, monkeypatch,
         _copy(source, handle, 2)
         handle.write(b"tail")
     assert (tmp_path / "report").read_bytes() == b"head" + source.read_bytes()[2:] + b"tail"
+
+
+@settings(max_examples=300, deadline=None)
+@given(sizes=st.lists(st.integers(1, 3000), max_size=12))
+def test_tapered_windows_cover_the_same_entries_and_end_smaller(sizes) -> None:
+    bounds, lo = [], 0
+    for size in sizes:
+        bounds.append((lo, lo + size))
+        lo += size
+    cut = window_render.tapered(bounds)
+    # the same entries, in order, each in one window of at least one entry, never across an original window's end
+    assert [e for a, b in cut for e in range(a, b)] == list(range(lo))
+    assert all(b > a for a, b in cut)
+    ends = {b for _, b in bounds}
+    assert ends <= {b for _, b in cut}
+    head = max(0, len(bounds) - len(window_render.TAPER))
+    assert cut[:head] == bounds[:head]
+    for (a, b), pieces in zip(bounds[head:], window_render.TAPER[len(window_render.TAPER) - (len(bounds) - head):]):
+        inside = [(x, y) for x, y in cut if a <= x and y <= b]
+        assert len(inside) == min(pieces, b - a)
+        assert max(y - x for x, y in inside) - min(y - x for x, y in inside) <= 1

@@ -52,6 +52,8 @@ log = logging.getLogger("probe")
 LEAD = 4
 """The child takes only windows at least this many ahead of the one the parent is at, so that
 they are ready when the parent gets there."""
+TAPER = (2, 2, 4, 4, 4, 4)
+"""The last windows are cut into this many pieces each (see :func:`tapered`)."""
 _FREE, _CHILD, _PARENT = 0, 1, 2
 _AT = struct.Struct("<q")
 """The shared page: the parent's window, then one owner byte per window."""
@@ -213,7 +215,23 @@ def start(windows: TargetWindows, streams: list[Any], builders: list[Any], judge
     path = next((s.path for s in streams if hasattr(s, "render")), None)
     if path is None:
         return None
-    return WindowRenderer(windows, bounds, streams, builders, judged, part, path.parent)
+    return WindowRenderer(windows, tapered(bounds), streams, builders, judged, part, path.parent)
+
+
+def tapered(bounds: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``bounds`` with the last windows cut into :data:`TAPER` pieces: the windows the parent keeps
+    at the end (the child stays :data:`LEAD` ahead) and the child's last one are small, so that
+    neither process waits long for the other to finish a whole window."""
+    head = len(bounds) - min(len(bounds), len(TAPER))
+    cut = list(bounds[:head])
+    for (lo, hi), pieces in zip(bounds[head:], TAPER[len(TAPER) - (len(bounds) - head):]):
+        size, extra = divmod(hi - lo, min(pieces, hi - lo))
+        while lo < hi:
+            stop = lo + size + (extra > 0)
+            extra -= 1
+            cut.append((lo, stop))
+            lo = stop
+    return cut
 
 
 def _seal(key: bytes, value: Any) -> bytes:
