@@ -217,12 +217,14 @@ _CELL = st.sampled_from(["torch.float32", "N/A", "[2, 3]", "[]", "=cmd", "<class
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.tuples(_MOSTLY_PLAIN, _MOSTLY_PLAIN, st.one_of(_MOSTLY_PLAIN, _CHECKSUM), st.booleans(),
+@given(st.lists(st.tuples(_MOSTLY_PLAIN, st.one_of(_MOSTLY_PLAIN, st.integers(1, 9)), st.one_of(_MOSTLY_PLAIN, _CHECKSUM),
+                          st.booleans(),
                           st.one_of(_MOSTLY_PLAIN, _CHECKSUM), _FLAG, _FLAG, _CELL, _CELL),
                 min_size=1, max_size=8),
        st.booleans())
 @example([("a", "a", "abcd", True, "abcd", "True", "N/A", "torch.float32", "[2]"),  # a golden flag N/A: consistent
           ("b", "b", "abcd", False, "abcd", "True", "True", "torch.float32", "[2]")], False)  # and N/A, unmatched
+@example([("a", 7, "abcd", True, "abcd", "True", "True", "torch.float32", "[2]")], True)  # a name that is not text
 def test_csv_columns_equal_the_rows_csv_writer_writes(rows: list[tuple], with_stack: bool) -> None:
     """md5's CSV (each row's line in one pass, or its columns) gives the bytes csv.writer gives for the
     rendered rows; rows without a golden row and golden cells reading N/A are kept apart."""
@@ -257,4 +259,7 @@ def test_a_usual_window_is_written_line_by_line() -> None:
         lines = row_lines(records, with_stack)
         assert lines is not None and csv_lines([lines]) == csv_lines(mode.render_columns(records, with_stack))
     records[0].pair.target.name = "a,b"
+    assert row_lines(records, True) is None
+    records[0].pair.target.name = "a"
+    records[1].pair.golden.name = None  # not text: csv.writer writes an empty field, not "None"
     assert row_lines(records, True) is None
