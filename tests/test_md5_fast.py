@@ -21,7 +21,7 @@ from probe.model import ERROR, NA, PASS, VERDICT_RANK, WARNING, Pair, Row
 from probe.modes import common
 from probe.modes.md5 import MSG_CRC, MSG_PARAMETER, Md5Mode
 from probe.modes.md5_lines import row_lines
-from probe.result import UNMATCHED, CompareResult, RowResult, extra_values, text_keys
+from probe.result import UNMATCHED, CompareResult, RowResult, extra_values, raise_all, text_keys
 
 _CHECKSUM = st.one_of(st.none(), st.sampled_from(["", "N/A", "Nan", "abcd1234", "00000000", "ABCD1234"]),
                       st.integers(0, 2), st.just(["a", "b"]), st.floats(allow_nan=True))
@@ -81,6 +81,7 @@ _STEP = st.one_of(
     st.tuples(st.just("read"), st.sampled_from(["messages", "notes", "extra"])),
     st.tuples(st.just("set"), st.lists(_MESSAGE, max_size=2)),
     st.tuples(st.just("extra"), st.sampled_from(["stack", "problem"]), st.integers(0, 3)),
+    st.tuples(st.just("verdict"), st.sampled_from([PASS, WARNING, ERROR, NA])),
 )
 
 
@@ -100,6 +101,8 @@ def _apply(row: RowResult, plain: dict[str, Any], step: tuple) -> None:
     elif kind == "set":
         row.messages = list(step[1])
         plain["messages"] = list(step[1])
+    elif kind == "verdict":  # set by a caller
+        row.verdict = plain["verdict"] = step[1]
     else:
         row.extra[step[1]] = step[2]
         plain["extra"][step[1]] = step[2]
@@ -130,6 +133,33 @@ def test_rule_hits_and_columns_equal_plain_lists(rows: list[tuple[bool, list[tup
         assert record.has_text == bool(expected)
         assert (record.verdict, record.messages, record.notes) == (plain["verdict"], plain["messages"], plain["notes"])
     assert extra_values(records, "stack", NA) == [p["extra"].get("stack", NA) for p in plains]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.lists(_STEP, max_size=4)), min_size=1, max_size=6),
+       st.lists(st.integers(0, 5), max_size=10), _VERDICT, st.one_of(_MESSAGE, st.just(["not", "text"])))
+@example([(True, [("verdict", ERROR)])], [0], WARNING, MSG_CRC)  # a verdict set without a message is not lowered
+@example([(False, []), (True, [("raise", WARNING, "w")])], [0, 1, 0], ERROR, MSG_CRC)
+def test_raising_rows_together_equals_raising_each(rows: list[tuple[bool, list[tuple]]], picks: list[int],
+                                                   verdict: str, message: Any) -> None:
+    """raise_all on some rows (whatever rules hit them before, a row picked twice) leaves each row as
+    raise_to one row at a time does."""
+    together, each = [], []
+    for i, (matched, steps) in enumerate(rows):
+        entry = f"Functional.f.{i}.forward"
+        for records in (together, each):
+            row = _row(entry + ".input.0", entry, "abcd")
+            record = RowResult(Pair(row, row if matched else None), ("abcd", "abcd"))
+            plain = {"verdict": record.verdict, "messages": [], "notes": [], "extra": {}}
+            for step in steps:
+                _apply(record, plain, step)
+            records.append(record)
+    picked = [i % len(rows) for i in picks]
+    raise_all([together[i] for i in picked], verdict, message)
+    for i in picked:
+        each[i].raise_to(verdict, message)
+    assert text_keys(together) == text_keys(each)
+    assert [(r.verdict, r.messages, r.notes) for r in together] == [(r.verdict, r.messages, r.notes) for r in each]
 
 
 def test_a_rule_hit_read_as_messages_is_a_list_of_its_own() -> None:
