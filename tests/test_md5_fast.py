@@ -108,21 +108,23 @@ def _apply(row: RowResult, plain: dict[str, Any], step: tuple) -> None:
         plain["extra"][step[1]] = step[2]
 
 
+def _stepped(i: int, matched: bool, steps: list[tuple]) -> tuple[RowResult, dict[str, Any]]:
+    """Row ``i`` of a test after ``steps`` (see :func:`_apply`), and what plain lists hold after them."""
+    entry = f"Functional.f.{i}.forward"
+    row = _row(entry + ".input.0", entry, "abcd")
+    record = RowResult(Pair(row, row if matched else None), ("abcd", "abcd"))
+    plain = {"verdict": record.verdict, "messages": [], "notes": [], "extra": {}}
+    for step in steps:
+        _apply(record, plain, step)
+    return record, plain
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.booleans(), st.lists(_STEP, max_size=5)), max_size=6))
 def test_rule_hits_and_columns_equal_plain_lists(rows: list[tuple[bool, list[tuple]]]) -> None:
     """Whatever a caller does with a row (rule hits, reading or changing its lists), its messages,
     notes and verdict are those of plain lists, and the column helpers read every row as it reads."""
-    records, plains = [], []
-    for i, (matched, steps) in enumerate(rows):
-        entry = f"Functional.f.{i}.forward"
-        row = _row(entry + ".input.0", entry, "abcd")
-        record = RowResult(Pair(row, row if matched else None), ("abcd", "abcd"))
-        plain = {"verdict": record.verdict, "messages": [], "notes": [], "extra": {}}
-        for step in steps:
-            _apply(record, plain, step)
-        records.append(record)
-        plains.append(plain)
+    records, plains = zip(*(_stepped(i, matched, steps) for i, (matched, steps) in enumerate(rows))) if rows else ((), ())
     keys = text_keys(records)
     column = common.err_message_column(records)  # read before the rows' lists are made by the checks below
     for record, plain, key, text in zip(records, plains, keys, column):
@@ -144,16 +146,8 @@ def test_raising_rows_together_equals_raising_each(rows: list[tuple[bool, list[t
                                                    verdict: str, message: Any) -> None:
     """raise_all on some rows (whatever rules hit them before, a row picked twice) leaves each row as
     raise_to one row at a time does."""
-    together, each = [], []
-    for i, (matched, steps) in enumerate(rows):
-        entry = f"Functional.f.{i}.forward"
-        for records in (together, each):
-            row = _row(entry + ".input.0", entry, "abcd")
-            record = RowResult(Pair(row, row if matched else None), ("abcd", "abcd"))
-            plain = {"verdict": record.verdict, "messages": [], "notes": [], "extra": {}}
-            for step in steps:
-                _apply(record, plain, step)
-            records.append(record)
+    together = [_stepped(i, matched, steps)[0] for i, (matched, steps) in enumerate(rows)]
+    each = [_stepped(i, matched, steps)[0] for i, (matched, steps) in enumerate(rows)]
     picked = [i % len(rows) for i in picks]
     raise_all([together[i] for i in picked], verdict, message)
     for i in picked:
