@@ -21,7 +21,7 @@ from probe.model import ERROR, NA, PASS, VERDICT_RANK, WARNING, Pair, Row
 from probe.modes import common
 from probe.modes.md5 import MSG_CRC, MSG_PARAMETER, Md5Mode
 from probe.modes.md5_lines import row_lines
-from probe.result import UNMATCHED, CompareResult, RowResult, extra_values, text_keys
+from probe.result import UNMATCHED, CompareResult, RowResult, extra_values, raise_all, text_keys
 
 _CHECKSUM = st.one_of(st.none(), st.sampled_from(["", "N/A", "Nan", "abcd1234", "00000000", "ABCD1234"]),
                       st.integers(0, 2), st.just(["a", "b"]), st.floats(allow_nan=True))
@@ -81,6 +81,7 @@ _STEP = st.one_of(
     st.tuples(st.just("read"), st.sampled_from(["messages", "notes", "extra"])),
     st.tuples(st.just("set"), st.lists(_MESSAGE, max_size=2)),
     st.tuples(st.just("extra"), st.sampled_from(["stack", "problem"]), st.integers(0, 3)),
+    st.tuples(st.just("verdict"), st.sampled_from([PASS, WARNING, ERROR, NA])),
 )
 
 
@@ -100,9 +101,22 @@ def _apply(row: RowResult, plain: dict[str, Any], step: tuple) -> None:
     elif kind == "set":
         row.messages = list(step[1])
         plain["messages"] = list(step[1])
+    elif kind == "verdict":  # set by a caller
+        row.verdict = plain["verdict"] = step[1]
     else:
         row.extra[step[1]] = step[2]
         plain["extra"][step[1]] = step[2]
+
+
+def _stepped(i: int, matched: bool, steps: list[tuple]) -> tuple[RowResult, dict[str, Any]]:
+    """Row ``i`` of a test after ``steps`` (see :func:`_apply`), and what plain lists hold after them."""
+    entry = f"Functional.f.{i}.forward"
+    row = _row(entry + ".input.0", entry, "abcd")
+    record = RowResult(Pair(row, row if matched else None), ("abcd", "abcd"))
+    plain = {"verdict": record.verdict, "messages": [], "notes": [], "extra": {}}
+    for step in steps:
+        _apply(record, plain, step)
+    return record, plain
 
 
 @settings(max_examples=300, deadline=None)
@@ -110,16 +124,7 @@ def _apply(row: RowResult, plain: dict[str, Any], step: tuple) -> None:
 def test_rule_hits_and_columns_equal_plain_lists(rows: list[tuple[bool, list[tuple]]]) -> None:
     """Whatever a caller does with a row (rule hits, reading or changing its lists), its messages,
     notes and verdict are those of plain lists, and the column helpers read every row as it reads."""
-    records, plains = [], []
-    for i, (matched, steps) in enumerate(rows):
-        entry = f"Functional.f.{i}.forward"
-        row = _row(entry + ".input.0", entry, "abcd")
-        record = RowResult(Pair(row, row if matched else None), ("abcd", "abcd"))
-        plain = {"verdict": record.verdict, "messages": [], "notes": [], "extra": {}}
-        for step in steps:
-            _apply(record, plain, step)
-        records.append(record)
-        plains.append(plain)
+    records, plains = zip(*(_stepped(i, matched, steps) for i, (matched, steps) in enumerate(rows))) if rows else ((), ())
     keys = text_keys(records)
     column = common.err_message_column(records)  # read before the rows' lists are made by the checks below
     for record, plain, key, text in zip(records, plains, keys, column):
@@ -130,6 +135,25 @@ def test_rule_hits_and_columns_equal_plain_lists(rows: list[tuple[bool, list[tup
         assert record.has_text == bool(expected)
         assert (record.verdict, record.messages, record.notes) == (plain["verdict"], plain["messages"], plain["notes"])
     assert extra_values(records, "stack", NA) == [p["extra"].get("stack", NA) for p in plains]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.lists(_STEP, max_size=4)), min_size=1, max_size=6),
+       st.lists(st.integers(0, 5), max_size=10), _VERDICT, st.one_of(_MESSAGE, st.just(["not", "text"])))
+@example([(True, [("verdict", ERROR)])], [0], WARNING, MSG_CRC)  # a verdict set without a message is not lowered
+@example([(False, []), (True, [("raise", WARNING, "w")])], [0, 1, 0], ERROR, MSG_CRC)
+def test_raising_rows_together_equals_raising_each(rows: list[tuple[bool, list[tuple]]], picks: list[int],
+                                                   verdict: str, message: Any) -> None:
+    """raise_all on some rows (whatever rules hit them before, a row picked twice) leaves each row as
+    raise_to one row at a time does."""
+    together = [_stepped(i, matched, steps)[0] for i, (matched, steps) in enumerate(rows)]
+    each = [_stepped(i, matched, steps)[0] for i, (matched, steps) in enumerate(rows)]
+    picked = [i % len(rows) for i in picks]
+    raise_all([together[i] for i in picked], verdict, message)
+    for i in picked:
+        each[i].raise_to(verdict, message)
+    assert text_keys(together) == text_keys(each)
+    assert [(r.verdict, r.messages, r.notes) for r in together] == [(r.verdict, r.messages, r.notes) for r in each]
 
 
 def test_a_rule_hit_read_as_messages_is_a_list_of_its_own() -> None:
@@ -217,12 +241,14 @@ _CELL = st.sampled_from(["torch.float32", "N/A", "[2, 3]", "[]", "=cmd", "<class
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.tuples(_MOSTLY_PLAIN, _MOSTLY_PLAIN, st.one_of(_MOSTLY_PLAIN, _CHECKSUM), st.booleans(),
+@given(st.lists(st.tuples(_MOSTLY_PLAIN, st.one_of(_MOSTLY_PLAIN, st.integers(1, 9)), st.one_of(_MOSTLY_PLAIN, _CHECKSUM),
+                          st.booleans(),
                           st.one_of(_MOSTLY_PLAIN, _CHECKSUM), _FLAG, _FLAG, _CELL, _CELL),
                 min_size=1, max_size=8),
        st.booleans())
 @example([("a", "a", "abcd", True, "abcd", "True", "N/A", "torch.float32", "[2]"),  # a golden flag N/A: consistent
           ("b", "b", "abcd", False, "abcd", "True", "True", "torch.float32", "[2]")], False)  # and N/A, unmatched
+@example([("a", 7, "abcd", True, "abcd", "True", "True", "torch.float32", "[2]")], True)  # a name that is not text
 def test_csv_columns_equal_the_rows_csv_writer_writes(rows: list[tuple], with_stack: bool) -> None:
     """md5's CSV (each row's line in one pass, or its columns) gives the bytes csv.writer gives for the
     rendered rows; rows without a golden row and golden cells reading N/A are kept apart."""
@@ -257,4 +283,7 @@ def test_a_usual_window_is_written_line_by_line() -> None:
         lines = row_lines(records, with_stack)
         assert lines is not None and csv_lines([lines]) == csv_lines(mode.render_columns(records, with_stack))
     records[0].pair.target.name = "a,b"
+    assert row_lines(records, True) is None
+    records[0].pair.target.name = "a"
+    records[1].pair.golden.name = None  # not text: csv.writer writes an empty field, not "None"
     assert row_lines(records, True) is None

@@ -417,5 +417,7 @@ def csv_lines(columns: Sequence[Sequence[Any]], stat_columns: Sequence[int] = ()
     if not texts or not texts[0]:
         return ""
     if len(texts) == 1:  # a lone empty field is written as "" (csv.writer's rule)
+        if all(texts[0]):  # no empty field (the usual: whole lines): one join, the last line end included
+            return "\n".join([*texts[0], ""])
         return "".join((t if t else '""') + "\n" for t in texts[0])
     return "\n".join(map(",".join, zip(*texts))) + "\n"

@@ -32,9 +32,10 @@ def judge_records(mode: Any, records: Sequence[RowResult], stack: dict[str, list
     """
     by_entries = getattr(mode, "judge_entries", None)
     if by_entries is not None:
-        starts = entry_starts(records)
+        entries = list(map(_ENTRY, records))
+        starts = _starts(entries)
         if stack is not None:
-            _attach_stacks(stack, [(_ENTRY(records[start]), records[start]) for start in starts])
+            _attach_stacks(stack, zip(map(entries.__getitem__, starts), map(records.__getitem__, starts)))
         by_entries(records, starts)
         return
     texts: dict[int, str] = {}  # entries of one stack group share the same list
@@ -47,9 +48,13 @@ def judge_records(mode: Any, records: Sequence[RowResult], stack: dict[str, list
 
 def entry_starts(records: Sequence[RowResult]) -> list[int]:
     """The index of the first row of each entry of ``records`` (an entry's rows are consecutive)."""
-    if not records:
+    return _starts(list(map(_ENTRY, records)))
+
+
+def _starts(entries: list[str]) -> list[int]:
+    """The index of the first of each run of equal names in ``entries``."""
+    if not entries:
         return []
-    entries = list(map(_ENTRY, records))
     return [0, *compress(range(1, len(entries)), map(ne, entries[1:], entries[:-1]))]
 
 

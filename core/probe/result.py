@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import attrgetter, is_
@@ -120,6 +120,25 @@ class RowResult:
 
 
 _MESSAGES, _NOTES, _EXTRA = attrgetter("_messages"), attrgetter("_notes"), attrgetter("_extra")
+_UNJUDGED = frozenset({PASS, UNMATCHED})
+"""The verdicts of a row no rule has raised (with no messages yet)."""
+
+
+def raise_all(records: Iterable[RowResult], verdict: str, message: str) -> None:
+    """:meth:`RowResult.raise_to` ``(verdict, message)`` on each of ``records``; a row no rule hit yet
+    (the usual failing row) is set without the call."""
+    if message.__class__ is not str:
+        for record in records:
+            record.raise_to(verdict, message)
+        return
+    raised = verdict if VERDICT_RANK[verdict] > VERDICT_RANK[PASS] else PASS
+    one = _ONE.get(message) or _one(message)
+    for record in records:
+        if record._messages is None and record.verdict in _UNJUDGED:
+            record.verdict = raised
+            record._messages = one
+        else:
+            record.raise_to(verdict, message)
 
 
 _ONE: dict[str, tuple[str]] = {}

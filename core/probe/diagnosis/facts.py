@@ -659,7 +659,7 @@ def _facts_values(entry: str, order: int, records: Iterable[RowResult], tensor_m
                 param_dev, worst_param = dev, t.name
     if outputs:
         produced.update(outputs)
-    tails, size, table = 0, len(entry), _TAILS
+    tails, size, table, first_in = 0, len(entry), _TAILS, worst_in
     if worst_in and worst_in[size:size + 1] == "." and worst_in.startswith(entry):  # _tail() inline
         worst_in = worst_in[size:]
         worst_in = table.get(worst_in) or _shared(table, worst_in)
@@ -668,7 +668,10 @@ def _facts_values(entry: str, order: int, records: Iterable[RowResult], tensor_m
         worst_out = worst_out[size:]
         worst_out = table.get(worst_out) or _shared(table, worst_out)
         tails |= 2
-    if worst_param or worst_leaf or worst_reduced:
+    if worst_leaf is first_in and not worst_param and not worst_reduced:  # the usual leaf: the worst input
+        worst_leaf = worst_in
+        tails |= (tails & 1) << 3
+    elif worst_param or worst_leaf or worst_reduced:
         names = [worst_param, worst_leaf, worst_reduced]
         bit = 4
         for i, name in enumerate(names):

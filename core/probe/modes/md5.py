@@ -10,7 +10,7 @@ from probe.model import ERROR, NA, WARNING, FlatDump, ModeContext, Pair
 from probe.modes import common
 from probe.modes.md5_lines import row_lines
 from probe.modes.statistics import PROGRESS_STEP
-from probe.result import RowResult
+from probe.result import RowResult, raise_all
 
 METRIC_COLUMNS = ["NPU MD5", "BENCH MD5"]
 MSG_PARAMETER = "warning: The parameter of NPU does not match the bench."
@@ -55,6 +55,8 @@ class Md5Mode:
         self.judge(records)
 
     def judge(self, group: Sequence[RowResult]) -> None:
+        crc: list[RowResult] = []  # the usual failing row: raised with the others at the end
+        failed = crc.append
         for r in group:
             npu, bench = r.metrics
             if r.pair.golden is None:
@@ -67,7 +69,8 @@ class Md5Mode:
                 if missing:
                     r.raise_to(WARNING, MSG_PARAMETER)
                 else:
-                    r.raise_to(ERROR, MSG_CRC)
+                    failed(r)
+        raise_all(crc, ERROR, MSG_CRC)
 
     def render(self, row: RowResult, with_stack: bool) -> list[Any]:
         return common.render_cells(row, with_stack, with_stats=False)

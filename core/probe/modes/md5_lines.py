@@ -44,9 +44,8 @@ def row_lines(records: Sequence[RowResult], with_stack: bool) -> JoinedFields | 
     keys = text_keys(records)
     stacks = extra_values(records, "stack", NA) if with_stack else repeat(None)
     cells: dict[tuple[Any, ...], tuple[str, str]] = {}  # dtypes, shapes, flags -> their fields, the consistency
-    fields: dict[Any, str] = {}  # Result
-    ends: dict[tuple[Any, Any], str] = {}  # messages and notes, stack -> Err_message [and the stack] fields
-    cells_of, field, end = cells.get, fields.get, ends.get
+    ends: dict[tuple[Any, Any, Any], str] = {}  # Result, messages and notes, stack -> their fields
+    cells_of, end = cells.get, ends.get
     lines: list[str] = []
     raw: list[str] = []  # names and checksums, checked at once
     append, take = lines.append, raw.append
@@ -63,11 +62,14 @@ def row_lines(records: Sequence[RowResult], with_stack: bool) -> JoinedFields | 
                 g_name = g.name
                 shared = (t.dtype, g.dtype, t.shape, g.shape, t.requires_grad, g.requires_grad)
             middle, consistent = cells_of(shared) or _cells(cells, shared)
-            take(name + g_name + npu + bench)  # a cell that is not text: TypeError
+            if npu.__class__ is not str or bench.__class__ is not str or name.__class__ is not str \
+                    or g_name.__class__ is not str:
+                return None
+            take(f"{name}{g_name}{npu}{bench}")
+            verdict = record.verdict
             append(f"{name},{g_name},{middle},{npu},{bench},{consistent},"
-                   f"{field(record.verdict) or _field(fields, record.verdict)},"
-                   f"{end((key, stack)) or _end(ends, key, stack)}")
-    except (_NotPlain, TypeError):  # TypeError: a cell that is not text, or not hashable
+                   f"{end((verdict, key, stack)) or _end(ends, verdict, key, stack)}")
+    except (_NotPlain, TypeError):  # TypeError: a cell that is not hashable
         return None
     return JoinedFields(lines) if plain_text("".join(raw)) else None
 
@@ -98,12 +100,13 @@ def _field(fields: dict[Any, str], value: Any) -> str:
     return made
 
 
-def _end(ends: dict[tuple[Any, Any], str], key: tuple[str, ...] | None, stack: Any) -> str:
-    """The Err_message field of a row's messages and notes ``key`` [and ``,`` and the field of its
-    ``stack``, unless it is ``None``], kept in ``ends``."""
+def _end(ends: dict[tuple[Any, Any, Any], str], verdict: Any, key: tuple[str, ...] | None, stack: Any) -> str:
+    """The Result field of ``verdict``, ``,``, the Err_message field of a row's messages and notes ``key``
+    [and ``,`` and the field of its ``stack``, unless it is ``None``], kept in ``ends``."""
     fields: dict[Any, str] = {}
-    made = _field(fields, json.dumps(list(key), ensure_ascii=False)) if key else "[]"
+    message = _field(fields, json.dumps(list(key), ensure_ascii=False)) if key else "[]"
+    made = f"{_field(fields, verdict)},{message}"
     if stack is not None:
         made = f"{made},{_field(fields, stack)}"
-    ends[key, stack] = made
+    ends[verdict, key, stack] = made
     return made
