@@ -13,7 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import probe.diagnosis.facts as facts
+import probe.formats.msprobe.stack as stack
+import probe.jsonio as jsonio
 import probe.streaming as streaming
+from probe.errors import InputError
 from report_snapshots import collect
 
 DATA = Path(__file__).parent / "data"
@@ -249,3 +252,84 @@ def test_hostile_files_beside_the_target_give_what_a_whole_compare_gives(case, t
     else:  # a bad construct.json only costs the module labels
         assert code in (0, 1)
     assert not facts._PRELOADED
+
+
+# --------------------------------------------------------------------------------------
+# construct.json and stack.json parsed a piece at a time
+# --------------------------------------------------------------------------------------
+
+_OBJECT = st.dictionaries(_TEXT, st.none() | _TEXT | st.integers() | st.lists(_TEXT, max_size=2), max_size=12)
+_EDITS = st.lists(st.tuples(st.integers(0, 1 << 16), st.sampled_from(
+    [b",", b"}", b"{", b"\n", b" ", b"\x0b", b"\x0c", b'"', b"]", b"x", b"\t", b"", b'\n "', b"\xef\xbb\xbf"])),
+    max_size=2)
+
+
+def _object_file(tmp_path: Path, doc: dict, indent: int | None, edits: list[tuple[int, bytes]]) -> Path:
+    """``doc`` written by ``json.dumps`` with ``indent``, then each of ``edits`` (a byte replaced)."""
+    text = json.dumps(doc, indent=indent).encode()
+    for at, new in edits:
+        at %= len(text) + 1
+        text = text[:at] + new + text[at + 1:]
+    path = tmp_path / "object.json"
+    path.write_bytes(text)
+    return path
+
+
+def _outcome(read, path: Path) -> tuple[str, object]:
+    try:
+        found = read(path)
+    except InputError as exc:
+        return "error", str(exc)
+    return "read", (found, list(found) if isinstance(found, dict) else None)  # the members' order too
+
+
+@SETTINGS
+@given(doc=_OBJECT, indent=st.sampled_from([1, 1, None, 2]), edits=_EDITS, piece=st.integers(1, 48))
+def test_a_json_object_read_a_piece_at_a_time_equals_one_read_whole(tmp_path, doc, indent, edits, piece) -> None:
+    path = _object_file(tmp_path, doc, indent, edits)
+    assert _outcome(lambda p: jsonio.read_json_object(p, piece), path) == _outcome(jsonio.read_json, path)
+
+
+@SETTINGS
+@given(doc=_OBJECT, edits=_EDITS, piece=st.integers(1, 48))
+def test_parents_read_a_piece_at_a_time_are_the_text_values_read_whole(tmp_path, monkeypatch, doc, edits,
+                                                                        piece) -> None:
+    path = _object_file(tmp_path, doc, 1, edits)
+    monkeypatch.setattr(facts, "object_parts", lambda p: jsonio.object_parts(p, piece))
+    try:
+        whole = jsonio.read_json(path)
+    except InputError:
+        whole = None
+    expected = {k: v for k, v in whole.items() if isinstance(v, str)} if isinstance(whole, dict) else {}
+    parents = facts._read_parents(path)
+    assert parents == expected
+    assert list(parents) == list(expected)
+    shared: dict[str, str] = {}
+    assert all(shared.setdefault(v, v) is v for v in parents.values())  # one string per module
+
+
+def test_an_indent_1_object_is_parsed_in_parts_and_other_layouts_whole(tmp_path) -> None:
+    doc = {f"Torch.add.{i}.forward": f"Module.m.{i % 3}.forward.0" for i in range(40)}
+    doc["Module.m.0.forward.0"] = None
+    path = _object_file(tmp_path, doc, 1, [])
+    parts = list(jsonio.object_parts(path, 64))
+    assert len(parts) > 5 and {k: v for part in parts for k, v in part.items()} == doc
+    assert facts._read_parents(path) == {k: v for k, v in doc.items() if v is not None}
+    path.write_bytes(json.dumps(doc).encode())
+    assert list(jsonio.object_parts(path, 1 << 16)) == [doc]  # one line within 16 pieces: one part
+    for text in (json.dumps(doc).encode(), b"", b" \n", b"[1]", json.dumps(doc, indent=1).encode() + b"x"):
+        path.write_bytes(text)
+        with pytest.raises(jsonio.MemberMisplaced):
+            list(jsonio.object_parts(path, 64))
+
+
+def test_a_stack_file_read_a_piece_at_a_time_gives_what_a_whole_read_gives(tmp_path) -> None:
+    groups = {str(i): [[f"Torch.add.{i}.forward", f"Torch.add.{i}.backward"], [f"File a.py, line {i}"]]
+              for i in range(30)}
+    groups["7"] = [["Torch.add.0.forward"], ["File b.py, line 1"]]  # a later group's stack wins
+    path = tmp_path / "stack.json"
+    path.write_text(json.dumps(groups, indent=1))
+    fast = stack.load_stack(path)
+    path.write_text(json.dumps(groups))  # one line: read whole
+    assert fast == stack.load_stack(path)
+    assert list(fast) == list(stack.load_stack(path))

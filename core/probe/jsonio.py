@@ -245,6 +245,74 @@ def parse_piece(piece: bytes) -> Any:
             return None
 
 
+def object_parts(path: Path, piece: int = CHUNK_BYTES) -> Iterator[dict[str, Any]]:
+    """The JSON object file ``path`` as dicts of its consecutive members, in file order, parsed about
+    ``piece`` bytes of text at a time (no copy of the whole file, and each part's objects made while
+    its text is in the CPU caches); merged in order (``dict.update``), they are what :func:`read_json`
+    gives. This needs the layout ``json.dump(..., indent=1)`` writes: each member starts a line
+    ``\n "``. Iterating raises :class:`MemberMisplaced` when the text is laid out otherwise, does
+    not parse piece by piece, is empty or larger than :func:`read_json` parses (then :func:`read_json`
+    decides), :class:`InputError` when the file is not a regular file."""
+    fd, info = open_regular_stat(path, "JSON file")
+    try:
+        if info.st_size > MAX_WHOLE_JSON_BYTES:
+            raise MemberMisplaced(str(path))
+        text = bytearray()
+        opened = done = False
+        while not done:
+            searched = max(len(text) - 2, 1)  # a member start may straddle the read
+            chunk = os.read(fd, piece)
+            done = not chunk
+            text += chunk
+            cut = len(text) if done else text.rfind(b'\n "', searched)
+            if cut < 1:
+                if len(text) > _CARRIED * piece:  # one line, or members longer than pieces: read whole
+                    raise MemberMisplaced(str(path))
+                continue
+            body = bytes(text[:cut]).strip(_BLANKS)
+            del text[:cut]
+            if not opened:
+                if not body.startswith(b"{"):
+                    raise MemberMisplaced(str(path))
+                body, opened = body[1:].lstrip(_BLANKS), True
+            if done:
+                if not body.endswith(b"}"):
+                    raise MemberMisplaced(str(path))
+                body = body[:-1]
+            elif not body:  # the first member is longer than a piece: read on
+                continue
+            elif body.endswith(b","):  # members apart from the last end with a comma
+                body = body[:-1]
+            else:
+                raise MemberMisplaced(str(path))
+            part = parse_piece(b"{" + body + b"}")
+            if not isinstance(part, dict):
+                raise MemberMisplaced(str(path))
+            yield part
+        if not opened:  # nothing but blanks
+            raise MemberMisplaced(str(path))
+    finally:
+        os.close(fd)
+
+
+def read_json_object(path: Path, piece: int = CHUNK_BYTES) -> Any:
+    """:func:`read_json`, parsed ``piece`` bytes at a time (:func:`object_parts`) when the file is an
+    object in the ``indent=1`` layout."""
+    try:
+        merged: dict[str, Any] = {}
+        for part in object_parts(path, piece):
+            merged.update(part)
+        return merged
+    except MemberMisplaced:
+        return read_json(path)
+
+
+_CARRIED = 16
+""":func:`object_parts` reads whole a file whose text goes this many pieces without a member starting."""
+_BLANKS = b" \t\n\r"
+"""JSON's whitespace (``bytes.strip`` would also take vertical tabs and form feeds)."""
+
+
 def _member_entries(raw: bytes, pieces: list[tuple[int, int]], path: Path, key: str,
                     check: tuple[int, int] | None = None) -> Iterator[tuple[str, Any]]:
     """Yield the member's entries piece by piece (see :func:`read_json_member`); ``check``:

