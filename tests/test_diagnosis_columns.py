@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from probe.diagnosis.facts import NodeFacts, RankFacts, _kind, op_of
 from probe.diagnosis.floor import group_gains, kind_gains, local_floor, local_floors, unit_roundoff
-from probe.diagnosis.columns import _columns, finite_or_none
+from probe.diagnosis.columns import backward_calls, finite_or_none
 from probe.diagnosis.rank import MAX_SCORE, _rounded, diagnose_facts, forward_of
 from probe.diagnosis.report import POINT_KEYS, Diagnosis, Points, Suspect, _as_written
 
@@ -143,8 +143,7 @@ def test_points_read_and_write_as_a_list_of_dicts(rows: list, start: int, stop: 
 @given(names=st.lists(st.lists(st.sampled_from(["backward", "forward", "Module", "0", "", "xbackward", "backwardx"]),
                                max_size=5).map(".".join), max_size=6))
 def test_backward_calls_read_with_their_forward_names(names: list[str]) -> None:
-    columns = _columns([NodeFacts(name, i, "api", "x") for i, name in enumerate(names)])
-    saved, forward = columns[-2:]
+    saved, forward = backward_calls(names)
     expected = [(i, forward_of(name) or "") for i, name in enumerate(names) if "backward" in name]
     assert list(zip(saved, forward)) == expected
 

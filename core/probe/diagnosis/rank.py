@@ -61,7 +61,8 @@ def _suspects(view: RankView, found: list[int]) -> list[Suspect]:
     count = len(found)
     rules = view.rules[found]
     scores, in_effs, floors = view.scores[found], view.in_eff[found].tolist(), view.floors[found].tolist()
-    entries, dtypes, orders = (_picked(values, found) for values in (view.entries, view.dtypes, view.orders))
+    entries, orders = (_picked(values, found) for values in (view.entries, view.orders))
+    dtypes = view.values("dtype", found)
     evidence = [""] * count
     for rule in dict.fromkeys(rules.tolist()):
         mine = np.flatnonzero(rules == rule).tolist()  # positions in ``found``
@@ -95,8 +96,8 @@ def _suspects(view: RankView, found: list[int]) -> list[Suspect]:
             texts = [f"input {name} holds NaN/inf that the golden run does not, and no earlier call "
                      f"produced it (a parameter, buffer or data)" for name in view.row_names("worst_in", at)]
         elif rule == BY_ARGUMENT:
-            texts = [f"{view.arguments[i]}; its output {out} differs by {_pct(dev)}"
-                     for i, out, dev in zip(at, view.row_names("worst_out", at), view.out_devs[at].tolist())]
+            texts = [f"{argument}; its output {out} differs by {_pct(dev)}" for argument, out, dev in
+                     zip(view.values("argument", at), view.row_names("worst_out", at), view.out_devs[at].tolist())]
         else:
             raise AssertionError(f"no evidence for rule {rule}")
         for k, text in zip(mine, texts):
@@ -123,14 +124,13 @@ def _rounded(scores: Any) -> list[float]:
     return out
 
 
-def _explained_modules(view: RankView, entries: list[str]) -> set[str]:
-    """Module calls that contain a call of ``entries`` (through construct.json's parent links)."""
+def _explained_modules(view: RankView, nodes: list[int]) -> set[str]:
+    """Module calls that contain one of the calls at ``nodes`` (through construct.json's parent links)."""
     explained: set[str] = set()
     last, modules = view.last, view.modules
-    for entry in entries:
+    # the walk up from a node is the walk up from its entry's (last node's) parent: once per parent
+    for parent in dict.fromkeys(map(modules.__getitem__, view.at[nodes].tolist())):
         seen = 0
-        at = last.get(entry)
-        parent = "" if at is None else modules[at]
         while parent and parent not in explained and seen < 1000:
             explained.add(parent)
             at = last.get(parent)
@@ -160,13 +160,15 @@ def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
 
     for facts in sorted(ranks, key=lambda f: (f.step, f.rank)):
         view = RankView(facts)
-        entries = view.entries
-        explained = _explained_modules(view, [entries[i] for i, rule in zip(view.found, view.rules[view.found].tolist())
+        found = view.found
+        explained = _explained_modules(view, [i for i, rule in zip(found, view.rules[found].tolist())
                                               if rule != BY_STRUCTURE])
-        found = [i for i in view.found if entries[i] not in explained]
+        if explained:
+            entries = view.entries
+            found = [i for i in found if entries[i] not in explained]
         suspects += _suspects(view, found)
         founds.append(found)
-        if facts.golden_only or not view.exact.all() or any(view.unmatched):
+        if facts.golden_only or not view.exact.all() or view.unmatched():
             identical = False
         for dtype, calls, error in view.dtype_errors(found):
             entry = floor_stats.get(dtype)
@@ -191,14 +193,17 @@ def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
 
 
 def _series(view: RankView) -> dict[str, Any]:
-    from probe.diagnosis.columns import directions, finite_or_none  # numpy: not at start-up
+    import numpy as np  # not at start-up
+
+    from probe.diagnosis.columns import directions, finite_or_none
 
     facts = view.facts
     keep = ~view.gradient  # parameters_grad entries have no point
     every = bool(keep.all())
     kept = keep.tolist()
-    names, order, module, kind = (list(column) if every else list(compress(column, kept))
-                                  for column in (view.entries, view.orders, view.modules, view.kinds))
+    names, order, module = (list(column) if every else list(compress(column, kept))
+                            for column in (view.entries, view.orders, view.modules))
+    kind = view.values("kind", None if every else np.flatnonzero(keep))
     error, floor, backward = (view.out_devs, view.floors, view.backward) if every else (
         view.out_devs[keep], view.floors[keep], view.backward[keep])
     points = Points(names, order, finite_or_none(error), finite_or_none(floor), module, directions(backward), kind,
