@@ -183,3 +183,15 @@ def test_finite_or_none_is_each_value_or_none(values: list[float]) -> None:
 def test_rounded_scores_are_those_round_gives(scores: list[float]) -> None:
     capped = np.minimum(np.array(scores, float), MAX_SCORE)
     assert repr(_rounded(capped)) == repr([round(min(score, MAX_SCORE), 3) for score in scores])
+
+
+@settings(max_examples=500, deadline=None)
+@given(thousandths=st.integers(-10 ** 12, 10 ** 12), ulps=st.integers(-4, 4), big=st.floats(-1e300, 1e300))
+def test_rounded_near_halves_is_round(thousandths: int, ulps: int, big: float) -> None:
+    """Scores a few ulps from a half of a thousandth (where numpy's product could fall on the wrong side), and any
+    finite score, round as ``round(score, 3)``."""
+    half = (thousandths + 0.5) / 1000
+    scores = [half, big, -half, float(np.nextafter(half, math.copysign(math.inf, ulps)))]
+    for _ in range(abs(ulps)):
+        scores.append(float(np.nextafter(scores[-1], math.copysign(math.inf, ulps))))
+    assert repr(_rounded(np.array(scores, float))) == repr([round(score, 3) for score in scores])

@@ -114,12 +114,18 @@ def _picked(values: Sequence[Any], positions: list[int]) -> Sequence[Any]:
 
 
 def _rounded(scores: Any) -> list[float]:
-    """``round(score, 3)`` of each of ``scores`` (a float64 array; whole numbers, as capped scores, stay as they are
-    without the slow decimal rounding)."""
+    """``round(score, 3)`` of each of ``scores`` (a float64 array), without the slow decimal rounding where numpy's
+    gives the same double: ``rint(score * 1000) / 1000`` is the correctly rounded result whenever ``score * 1000``
+    is farther from a half than that product's rounding error (``round`` takes the rest)."""
     import numpy as np  # not at start-up
 
-    out = scores.tolist()
-    for k in np.flatnonzero(scores != np.floor(scores)).tolist():
+    with np.errstate(all="ignore"):
+        scaled = scores * 1000.0
+        whole = np.rint(scaled)
+        # |scaled - whole| is exact (Sterbenz); 2**-50 of |scaled| bounds the product's error with room to spare
+        sure = (0.5 - np.abs(scaled - whole) > np.abs(scaled) * 2.0 ** -50) & (np.abs(scaled) < 2.0 ** 52)
+        out = np.where(sure, whole / 1000.0, scores).tolist()
+    for k in np.flatnonzero(~sure & (scores != np.floor(scores))).tolist():
         out[k] = round(out[k], 3)
     return out
 
