@@ -181,7 +181,7 @@ class RankView:
         codes = self.codes if positions is None else self.codes[positions]
         if len(column) == 1:
             return column * len(codes)
-        return list(map(column.__getitem__, codes.tolist()))
+        return np.fromiter(column, object, len(column))[codes].tolist()
 
     def unmatched(self) -> bool:
         """Whether a node has unmatched rows."""

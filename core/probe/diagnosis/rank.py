@@ -207,9 +207,11 @@ def _series(view: RankView) -> dict[str, Any]:
     keep = ~view.gradient  # parameters_grad entries have no point
     every = bool(keep.all())
     kept = keep.tolist()
-    names, order, module = (list(column) if every else list(compress(column, kept))
-                            for column in (view.entries, view.orders, view.modules))
-    kind = view.values("kind", None if every else np.flatnonzero(keep))
+    at = None if every else np.flatnonzero(keep)
+    names, module = (list(column) if every else list(compress(column, kept)) for column in (view.entries, view.modules))
+    orders = view.orders
+    order = list(orders) if every else at.tolist() if orders == range(len(orders)) else list(compress(orders, kept))
+    kind = view.values("kind", at)
     error, floor, backward = (view.out_devs, view.floors, view.backward) if every else (
         view.out_devs[keep], view.floors[keep], view.backward[keep])
     points = Points(names, order, finite_or_none(error), finite_or_none(floor), module, directions(backward), kind,
