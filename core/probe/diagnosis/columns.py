@@ -239,8 +239,8 @@ _FLAGS = _COMBINED[-4:]
 
 class _Table(NamedTuple):
     """A rank's nodes as columns: ``entries``, ``modules`` and ``orders`` one value a node, the deviations as float64
-    arrays (by name), and the fields of :data:`_COMBINED` as one
-    list of values per combination (``combos``, by name) with each node's combination number (``codes``)."""
+    arrays (by name), and the fields of :data:`_COMBINED` as one list of values per combination (``combos``, by
+    name) with each node's combination number (``codes``)."""
 
     entries: list[str]
     modules: list[str]

@@ -130,8 +130,9 @@ def _rounded(scores: Any) -> list[float]:
     return out
 
 
-def _explained_modules(view: RankView, nodes: list[int]) -> set[str]:
-    """Module calls that contain one of the calls at ``nodes`` (through construct.json's parent links)."""
+def _explained_modules(view: RankView, nodes: Any) -> set[str]:
+    """Module calls that contain one of the calls at ``nodes`` (positions, a numpy array) (through construct.json's
+    parent links)."""
     explained: set[str] = set()
     last, modules = view.last, view.modules
     # the walk up from a node is the walk up from its entry's (last node's) parent: once per parent
@@ -162,13 +163,14 @@ def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
     founds: list[list[int]] = []
     identical = True
     floor_stats: dict[str, dict[str, Any]] = {}
-    from probe.diagnosis.columns import RankView  # numpy: not at start-up
+    import numpy as np  # not at start-up
+
+    from probe.diagnosis.columns import RankView
 
     for facts in sorted(ranks, key=lambda f: (f.step, f.rank)):
         view = RankView(facts)
         found = view.found
-        explained = _explained_modules(view, [i for i, rule in zip(found, view.rules[found].tolist())
-                                              if rule != BY_STRUCTURE])
+        explained = _explained_modules(view, np.array(found, np.intp)[view.rules[found] != BY_STRUCTURE])
         if explained:
             entries = view.entries
             found = [i for i in found if entries[i] not in explained]
@@ -227,9 +229,11 @@ def _mark_suspects(series: list[dict[str, Any]], views: list[RankView], founds: 
     lines: dict[tuple[int, int], list[int]] = {}
     for number, line in enumerate(series):
         lines.setdefault((line["step"], line["rank"]), []).append(number)
-    positions = [0] * len(ranking)
-    for position, k in enumerate(ranking, 1):
-        positions[k] = position
+    import numpy as np  # not at start-up
+
+    numbers = np.empty(len(ranking), np.intp)
+    numbers[ranking] = np.arange(1, len(ranking) + 1)
+    positions = numbers.tolist()
     start = 0
     shared: list[tuple[int, str, tuple[int, int]]] = []  # suspects of a step and rank that has several lines
     for number, (view, found) in enumerate(zip(views, founds)):
@@ -240,9 +244,10 @@ def _mark_suspects(series: list[dict[str, Any]], views: list[RankView], founds: 
             shared += [(position, view.entries[i], where) for position, i in zip(mine, found)]
             continue
         points = series[number]["points"]
-        for position, at in sorted(zip(mine, view.points_of(found, points))):
-            if at is not None:
-                points.suspect[at] = position
+        suspect, ats = points.suspect, view.points_of(found, points)
+        for k in sorted(range(len(mine)), key=mine.__getitem__):  # best first: a point shared keeps the last one
+            if ats[k] is not None:
+                suspect[ats[k]] = mine[k]
     for position, entry, where in sorted(shared):
         for number in reversed(lines[where]):
             points = series[number]["points"]
