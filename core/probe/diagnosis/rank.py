@@ -245,7 +245,7 @@ def _mark_suspects(series: list[dict[str, Any]], views: list[RankView], founds: 
             continue
         points = series[number]["points"]
         suspect, ats = points.suspect, view.points_of(found, points)
-        for k in sorted(range(len(mine)), key=mine.__getitem__):  # best first: a point shared keeps the last one
+        for k in sorted(range(len(mine)), key=mine.__getitem__):  # in ranking order: a shared point keeps the later
             if ats[k] is not None:
                 suspect[ats[k]] = mine[k]
     for position, entry, where in sorted(shared):
