@@ -40,3 +40,11 @@ def test_advice_and_first_divergence_print_readably():
     assert repr(found) == "FirstDiff(before communication: rank 0: Functional.batch_norm.0.forward)"
     assert "rank 0: Functional.batch_norm.0.forward (" in str(found)
     assert repr(advice.failing).startswith("RowResult('Functional.batch_norm.0.backward.output.1', warning")
+
+
+def test_paths_print_as_they_are_not_as_emoji(tmp_path, run_probe):
+    out = tmp_path / "run:smile:"
+    result = run_probe("compare", "-tp", NAN / "target/step0", "-gp", NAN / "golden/step0", "-o", out)
+    assert result.code == 0
+    reports = [line for line in result.out.splitlines() if line.startswith(("report: ", "diagnosis: /", "advisor: "))]
+    assert len(reports) >= 3 and all("run:smile:" in line for line in reports)

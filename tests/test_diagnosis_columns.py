@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from probe.diagnosis.facts import NodeFacts, RankFacts, _kind, op_of
 from probe.diagnosis.floor import group_gains, kind_gains, local_floor, local_floors, unit_roundoff
-from probe.diagnosis.columns import _columns, finite_or_none
+from probe.diagnosis.columns import backward_calls, finite_or_none
 from probe.diagnosis.rank import MAX_SCORE, _rounded, diagnose_facts, forward_of
 from probe.diagnosis.report import POINT_KEYS, Diagnosis, Points, Suspect, _as_written
 
@@ -143,8 +143,7 @@ def test_points_read_and_write_as_a_list_of_dicts(rows: list, start: int, stop: 
 @given(names=st.lists(st.lists(st.sampled_from(["backward", "forward", "Module", "0", "", "xbackward", "backwardx"]),
                                max_size=5).map(".".join), max_size=6))
 def test_backward_calls_read_with_their_forward_names(names: list[str]) -> None:
-    columns = _columns([NodeFacts(name, i, "api", "x") for i, name in enumerate(names)])
-    saved, forward = columns[-2:]
+    saved, forward = backward_calls(names)
     expected = [(i, forward_of(name) or "") for i, name in enumerate(names) if "backward" in name]
     assert list(zip(saved, forward)) == expected
 
@@ -184,3 +183,15 @@ def test_finite_or_none_is_each_value_or_none(values: list[float]) -> None:
 def test_rounded_scores_are_those_round_gives(scores: list[float]) -> None:
     capped = np.minimum(np.array(scores, float), MAX_SCORE)
     assert repr(_rounded(capped)) == repr([round(min(score, MAX_SCORE), 3) for score in scores])
+
+
+@settings(max_examples=500, deadline=None)
+@given(thousandths=st.integers(-10 ** 12, 10 ** 12), ulps=st.integers(-4, 4), big=st.floats(-1e300, 1e300))
+def test_rounded_near_halves_is_round(thousandths: int, ulps: int, big: float) -> None:
+    """Scores a few ulps from a half of a thousandth (where numpy's product could fall on the wrong side), and any
+    finite score, round as ``round(score, 3)``."""
+    half = (thousandths + 0.5) / 1000
+    scores = [half, big, -half, float(np.nextafter(half, math.copysign(math.inf, ulps)))]
+    for _ in range(abs(ulps)):
+        scores.append(float(np.nextafter(scores[-1], math.copysign(math.inf, ulps))))
+    assert repr(_rounded(np.array(scores, float))) == repr([round(score, 3) for score in scores])

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_diagnosis_columns import _node
 
-from probe.diagnosis.columns import _columns
-from probe.diagnosis.factcolumns import _SLOTS, FactColumns
+from probe.diagnosis.columns import _COMBINED, _columns, _Table
+from probe.diagnosis.factcolumns import _FLOATS, _SLOTS, FactColumns
 from probe.diagnosis.facts import NodeFacts, RankFacts, _restored
 from probe.diagnosis.rank import diagnose_facts
 
@@ -57,8 +57,15 @@ def test_columns_read_back_as_the_nodes(case: tuple) -> None:
     assert repr(store[1:-1]) == repr(nodes[1:-1])
     assert repr(list(pickle.loads(pickle.dumps(store)))) == repr(nodes)
     assert repr(list(copy.deepcopy(store))) == repr(nodes)
-    # every field's values, made without a node (deviations as float64 arrays)
-    assert repr([list(c) for c in _columns(store)]) == repr([list(c) for c in _columns(nodes)])
+    # every field's values, made without a node (deviations as float64 arrays, the others by combination)
+    assert repr(_per_node(_columns(store))) == repr(_per_node(_columns(nodes)))
+
+
+def _per_node(table: _Table) -> list[list]:
+    """Each column of ``table`` as one value a node."""
+    return [list(table.entries), list(table.modules), list(table.orders),
+            *([list(table.deviations[name]) for name in _FLOATS]),
+            *([table.combos[name][code] for code in table.codes.tolist()] for name in _COMBINED)]
 
 
 @settings(max_examples=100, deadline=None)

@@ -73,8 +73,8 @@ def run_with_console(request: CompareRequest, host: Any, fail_on: str = "never")
 
 def render_analyses(run: CompareRun) -> None:
     """Print what every analysis shows, in order (text soft-wrapped, panels as drawn)."""
-    text = Console(highlight=False, soft_wrap=True)
-    boxes = Console(highlight=False)
+    text = Console(highlight=False, soft_wrap=True, emoji=False)
+    boxes = Console(highlight=False, emoji=False)
     for analysis in run.analyses:
         for item in analysis.shown:
             (text if isinstance(item, (str, Text)) else boxes).print(item)
@@ -103,7 +103,7 @@ def report(outcomes: list[JobOutcome], request: CompareRequest, fail_on: str) ->
         problems.extend(outcome.problems)
     for outcome in outcomes:
         files.extend(outcome.summary.files)
-    out = Console(highlight=False, soft_wrap=True)
+    out = Console(highlight=False, soft_wrap=True, emoji=False)  # a ":name:" in a path or an entry stays as it is
     if total.rows:
         table = Table(title="probe compare", show_header=True)
         table.add_column("job")

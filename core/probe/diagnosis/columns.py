@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from itertools import compress, repeat
-from typing import Any
+from operator import contains
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from probe.diagnosis.factcolumns import FactColumns
+from probe.diagnosis.factcolumns import _FLOATS, FactColumns
 from probe.diagnosis.facts import NodeFacts, RankFacts
 from probe.diagnosis.floor import group_gains, local_floors, parameter_floor, unit_roundoff
 from probe.diagnosis.rules import (
@@ -91,21 +92,29 @@ def finite_or_none(values: np.ndarray) -> list[float | None]:
 class RankView:
     """One rank of one step judged a column at a time: per node the derived numbers (nodes of one
     entry, if an entry repeats, share the numbers of its last node), the rule that makes it a
-    suspect and its score; ``found`` lists the suspects' positions."""
+    suspect and its score; ``found`` lists the suspects' positions.
+
+    The fields that take few values together (op, kind, dtype, counts, flags) are judged once per
+    combination of them (:meth:`FactColumns.coded <probe.diagnosis.factcolumns.FactColumns.coded>`)
+    and spread to the nodes by their combination's number (``codes``); :meth:`values` reads them."""
 
     def __init__(self, facts: RankFacts) -> None:
         self.facts = facts
-        nodes = facts.nodes
-        count = len(nodes)
-        columns = _columns(nodes)
-        entries, kinds, backward, out_dev, in_dev, param_dev, nan_out, nan_in, ops, dtypes, widths, leaf_dev, \
-            reduced_dev, matched, unmatched, arguments, modules, orders, exact, gradient, saved, forward_names = columns
-        self.entries, self.kinds, self.backward, self.out_devs, self.dtypes = entries, kinds, backward, out_dev, dtypes
-        self.modules, self.orders, self.exact, self.unmatched = modules, orders, exact, unmatched
-        self.gradient, self.arguments = gradient, arguments
+        table = _columns(facts.nodes)
+        entries, codes, combos = table.entries, table.codes, table.combos
+        count = len(entries)
+        in_dev, out_dev, param_dev, leaf_dev, reduced_dev = (
+            table.deviations[name] for name in ("in_dev", "out_dev", "param_dev", "leaf_dev", "reduced_dev"))
+        backward, nan_out, nan_in, exact = (_nonzero(combos[name], False)[codes] for name in _FLAGS)
+        kinds = combos["kind"]
+        gradient = np.fromiter(map("parameters_grad".__eq__, kinds), bool, len(kinds))[codes]
+        self.entries, self.modules, self.orders, self.codes, self.combos = entries, table.modules, table.orders, \
+            codes, combos
+        self.backward, self.out_devs, self.exact, self.gradient = backward, out_dev, exact, gradient
         self.param_devs, self.leaf_devs, self.reduced_devs = param_dev, leaf_dev, reduced_dev
         self.last = last = dict(zip(entries, range(count)))  # entry -> its last node
         self.repeated = len(last) != count
+        saved, forward_names = backward_calls(entries)
         with np.errstate(all="ignore"):
             finite_out = np.isfinite(out_dev)
             # the worst output deviation of the calls before each one, and whether one held NaN/inf
@@ -126,21 +135,22 @@ class RankView:
             if repeated:  # a repeated entry: every node of it reads its last node's numbers
                 self.at = at = np.fromiter(map(last.__getitem__, entries), np.intp, count)
                 in_eff, nan_eff, prior, nan_before = in_eff[at], nan_eff[at], prior[at], nan_before[at]
-            op_codes, ops = codes_of(ops)
-            groups = op_codes * 2 + backward  # one group per op and direction
-            local = local_floors(each(dtypes, unit_roundoff), widths)
+            op_codes, ops = codes_of(combos["op"])
+            groups = op_codes[codes] * 2 + backward  # one group per op and direction
+            dtypes = combos["dtype"]
+            local = local_floors(each(dtypes, unit_roundoff), combos["width"])[codes]
             finite_in = np.isfinite(in_eff)
             sampled = finite_out & finite_in & ~gradient
             gains = group_gains(groups[sampled], out_dev[sampled] / (in_eff[sampled] + local[sampled]), 2 * len(ops))
             floors = np.where(finite_in, gains[groups] * in_eff + local, np.inf)
             if repeated:
                 floors = floors[at]
-            cast = each(dtypes, parameter_floor)
+            cast = each(dtypes, parameter_floor)[codes]
             out_excess = _excess(out_dev, floors)
             reduced_excess = _excess(reduced_dev, floors)
             rules = np.select(
                 [gradient,
-                 _structure(matched, unmatched),
+                 _structure(combos["matched"], combos["unmatched"])[codes],
                  nan_out & ~nan_eff,
                  nan_eff & ~nan_before & ~backward,
                  nan_eff,
@@ -148,7 +158,7 @@ class RankView:
                  # an input no dumped call produced is a parameter or buffer when it differs by more than a
                  # cast AND more than anything before it (else it may be a slice or cast of an earlier output)
                  (leaf_dev > np.maximum(cast, prior)) & (leaf_dev >= in_eff * 0.999) & ~backward,
-                 _nonzero(arguments, "") & (out_dev > local),
+                 _nonzero(combos["argument"], "")[codes] & (out_dev > local),
                  out_excess > np.where(backward, EXCESS_BACKWARD, EXCESS),
                  reduced_excess > EXCESS_REDUCED],
                 [NO_RULE, BY_STRUCTURE, BY_NAN_SOURCE, BY_NAN_INPUT, NAN_PROPAGATED, BY_PARAMETER, BY_LEAF,
@@ -164,6 +174,19 @@ class RankView:
         self.finite_error = np.where(finite_out & (out_dev > 0.0), out_dev, 0.0)
         self._points_before: list[int] | None = None
 
+    def values(self, name: str, positions: Sequence[int] | None = None) -> list[Any]:
+        """The value of field ``name`` (one of :data:`_COMBINED`: ``kind``, ``dtype``, ``argument``...) of the nodes
+        at ``positions`` (every node when ``None``)."""
+        column = self.combos[name]
+        codes = self.codes if positions is None else self.codes[positions]
+        if len(column) == 1:
+            return column * len(codes)
+        return np.fromiter(column, object, len(column))[codes].tolist()
+
+    def unmatched(self) -> bool:
+        """Whether a node has unmatched rows."""
+        return bool(_nonzero(self.combos["unmatched"], 0)[self.codes].any())
+
     def dtype_errors(self, found: list[int]) -> list[tuple[str, int, float]]:
         """``(dtype, calls, largest finite error)`` of the nodes of each dtype that are not suspects (nor share
         a suspect's entry) and not ``parameters_grad`` ones, dtypes in order of first appearance (not "")."""
@@ -173,12 +196,13 @@ class RankView:
         else:
             kept[found] = False
         errors = self.finite_error[kept]
-        dtypes = list(dict.fromkeys(self.dtypes))
+        dtype_codes, dtypes = codes_of(self.combos["dtype"])
         if len(dtypes) == 1:
             counted = [(dtypes[0], errors)]
-        else:
-            codes, dtypes = codes_of(list(compress(self.dtypes, kept.tolist())))
-            counted = [(dtype, errors[codes == code]) for code, dtype in enumerate(dtypes)]
+        else:  # in order of their first kept node
+            codes = dtype_codes[self.codes[kept]]
+            present, first = np.unique(codes, return_index=True)
+            counted = [(dtypes[code], errors[codes == code]) for code in present[np.argsort(first)].tolist()]
         return [(dtype, len(mine), float(mine.max())) for dtype, mine in counted if dtype and mine.size]
 
     def row_names(self, name: str, positions: Sequence[int]) -> list[str]:
@@ -207,64 +231,68 @@ class RankView:
         return out
 
 
-_FIELDS = ("entry", "kind", "backward", "out_dev", "in_dev", "param_dev", "nan_out", "nan_in", "op", "dtype", "width",
-           "leaf_dev", "reduced_dev", "matched", "unmatched", "argument", "module", "order", "exact")
-_ARRAYS = {"backward": bool, "out_dev": float, "in_dev": float, "param_dev": float, "nan_out": bool, "nan_in": bool,
-           "leaf_dev": float, "reduced_dev": float, "exact": bool}
-"""The fields read as numpy arrays (deviations and flags), the others as lists."""
+_COMBINED = ("kind", "op", "dtype", "width", "matched", "unmatched", "argument", "backward", "nan_out", "nan_in",
+             "exact")
+"""The fields judged once per combination of them (:meth:`RankView.values` reads them)."""
+_FLAGS = _COMBINED[-4:]
 
 
-def _columns(nodes: Sequence[NodeFacts]) -> tuple[Any, ...]:
-    """One column per name of :data:`_FIELDS` (a numpy array for those of :data:`_ARRAYS`, else a list), then
-    whether each node is a ``parameters_grad`` one (a bool array), then the positions of the nodes whose entry
-    has "backward" in it and the names of their forward calls: the nodes read once each (a pass per field
-    reads every node from memory again)."""
+class _Table(NamedTuple):
+    """A rank's nodes as columns: ``entries``, ``modules`` and ``orders`` one value a node, the deviations as float64
+    arrays (by name), and the fields of :data:`_COMBINED` as one list of values per combination (``combos``, by
+    name) with each node's combination number (``codes``)."""
+
+    entries: list[str]
+    modules: list[str]
+    orders: Sequence[int]
+    deviations: dict[str, np.ndarray]
+    codes: np.ndarray
+    combos: dict[str, list[Any]]
+
+
+def _columns(nodes: Sequence[NodeFacts]) -> _Table:
+    """The :class:`_Table` of ``nodes``: read whole from a :class:`FactColumns`, else each node read once (its own
+    combination: a pass per field reads every node from memory again)."""
     if isinstance(nodes, FactColumns):  # kept as arrays: read whole columns, no node
-        return _linked(*nodes.lists(_FIELDS))
-    columns = tuple([] for _ in range(len(_FIELDS) + 3))
-    entry, kind, backward, out_dev, in_dev, param_dev, nan_out, nan_in, op, dtype, width, leaf_dev, reduced_dev, \
-        matched, unmatched, argument, module, order, exact, gradient, saved, forward = columns
-    for i, n in enumerate(nodes):
-        name = n.entry
-        entry.append(name)
-        if "backward" in name:  # forward_of(name), its two usual cases inline
-            saved.append(i)
-            if name.endswith(".backward"):
-                forward.append(name[:-8] + "forward")
-            else:
-                head, _, tail = name.rpartition(".")
-                forward.append(head[:-8] + "forward." + tail if head.endswith(".backward") else forward_of(name) or "")
-        what = n.kind
-        kind.append(what)
-        gradient.append(what == "parameters_grad")
-        backward.append(n.backward)
-        out_dev.append(n.out_dev)
-        in_dev.append(n.in_dev)
-        param_dev.append(n.param_dev)
-        nan_out.append(n.nan_out)
-        nan_in.append(n.nan_in)
+        codes, combos = nodes.coded(_COMBINED)
+        return _Table(nodes.entries, nodes.modules, range(len(nodes)), dict(zip(_FLOATS, nodes.deviations().T)),
+                      codes, dict(zip(_COMBINED, combos)))
+    entries: list[str] = []
+    modules: list[str] = []
+    orders: list[int] = []
+    floats: list[float] = []
+    combos = tuple([] for _ in _COMBINED)
+    kind, op, dtype, width, matched, unmatched, argument, backward, nan_out, nan_in, exact = combos
+    for n in nodes:
+        entries.append(n.entry)
+        modules.append(n.module)
+        orders.append(n.order)
+        floats += map(n.__getattribute__, _FLOATS)
+        kind.append(n.kind)
         op.append(n.op)
         dtype.append(n.dtype)
         width.append(n.width)
-        leaf_dev.append(n.leaf_dev)
-        reduced_dev.append(n.reduced_dev)
         matched.append(n.matched)
         unmatched.append(n.unmatched)
         argument.append(n.argument)
-        module.append(n.module)
-        order.append(n.order)
+        backward.append(n.backward)
+        nan_out.append(n.nan_out)
+        nan_in.append(n.nan_in)
         exact.append(n.exact)
-    count = len(entry)
-    arrays = {name: np.fromiter(columns[k], _ARRAYS[name], count) for k, name in enumerate(_FIELDS)
-              if name in _ARRAYS}
-    return (*(arrays.get(name, columns[k]) for k, name in enumerate(_FIELDS)), np.fromiter(gradient, bool, count),
-            saved, forward)
+    deviations = dict(zip(_FLOATS, np.array(floats, float).reshape(-1, len(_FLOATS)).T.copy()))
+    return _Table(entries, modules, orders, deviations, np.arange(len(entries)), dict(zip(_COMBINED, combos)))
 
 
-def _linked(*fields: Any) -> tuple[Any, ...]:
-    """:func:`_columns` of nodes given as the columns of :data:`_FIELDS`."""
-    entries, kinds = fields[0], fields[1]
-    gradient = np.fromiter(map("parameters_grad".__eq__, kinds), bool, len(kinds))
-    saved = [i for i, name in enumerate(entries) if "backward" in name]
-    forward = [forward_of(entries[i]) or "" for i in saved]
-    return (*fields, gradient, saved, forward)
+def backward_calls(entries: list[str]) -> tuple[list[int], list[str]]:
+    """The positions of the entries with "backward" in their name and the names of their forward calls
+    (:func:`~probe.diagnosis.rules.forward_of`, ``""`` for none)."""
+    saved = list(compress(range(len(entries)), map(contains, entries, repeat("backward"))))
+    forward = []
+    for i in saved:  # forward_of(name), its two usual cases inline
+        name = entries[i]
+        if name.endswith(".backward"):
+            forward.append(name[:-8] + "forward")
+        else:
+            head, _, tail = name.rpartition(".")
+            forward.append(head[:-8] + "forward." + tail if head.endswith(".backward") else forward_of(name) or "")
+    return saved, forward

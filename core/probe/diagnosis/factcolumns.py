@@ -7,8 +7,8 @@ numbers in one array, the flags bytes, the order the position, the entry and mod
 references to the (shared) strings the facts were made of, and the other texts and counts, which
 take few distinct values together, the number of their combination: about 70 bytes an entry. Reading a
 node gives the :class:`NodeFacts` the builder used to keep (made on demand);
-:meth:`FactColumns.lists` gives whole columns to :class:`probe.diagnosis.columns.RankView`
-without making any node.
+:meth:`FactColumns.coded` and :meth:`FactColumns.deviations` give whole columns to
+:class:`probe.diagnosis.columns.RankView` without making any node.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ _OBJECTS = ("entry", "kind", "op", "argument", "unmatched", "matched", "width", 
 """Kept as references to the objects themselves: ``entry`` one a node, the others in its combination."""
 _FLOATS = ("in_dev", "out_dev", "param_dev", "leaf_dev", "reduced_dev")
 _BYTES = ("backward", "nan_in", "nan_out", "exact", "tails")
-_FLAGS = _BYTES[:4]
 _COMBINED = _OBJECTS[1:] + _BYTES
 """The fields a node keeps as the number of their combination (few distinct ones: the op, its kind, the
 dtype, the worst rows' tails, the flags...)."""
@@ -149,32 +148,21 @@ class FactColumns(Sequence[Any]):
             out.append(entries[i] + value if combo[_TAILS_AT] & bit else value)
         return out
 
-    def lists(self, names: Sequence[str]) -> list[Sequence[Any]]:
-        """The values of each field of ``names`` (``order`` too), as reading every node would give them: a
-        list, for deviations a numpy float64 array and for flags a numpy bool array (no Python object made
-        for every node), for ``order`` a range."""
+    def deviations(self) -> Any:
+        """Every node's deviations as a float64 matrix (a copy: a view would pin the array's size), a row per node
+        and a column per field of :data:`_FLOATS`."""
         import numpy as np  # not at start-up: only the ranking reads whole columns
 
-        floats = None
-        out: list[Sequence[Any]] = []
-        for name in names:
-            if name == "order":
-                out.append(range(len(self)))
-            elif name == "module":
-                out.append(list(self.modules))
-            elif name == "entry":
-                out.append(list(self.entries))
-            elif name in _FLOATS:
-                if floats is None:  # a copy: a view would pin the array's size
-                    floats = np.frombuffer(self.floats, np.float64).reshape(-1, _N_FLOATS).copy()
-                out.append(floats[:, _FLOATS.index(name)])
-            elif name in _FLAGS:
-                at = _COMBINED.index(name)
-                flags = np.array([combo[at] != 0 for combo in self.combos], bool)
-                out.append(flags[np.frombuffer(self.codes, f"u{self.codes.itemsize}")])
-            else:
-                out.append(self._column(_COMBINED.index(name)))
-        return out
+        return np.frombuffer(self.floats, np.float64).reshape(-1, _N_FLOATS).copy()
+
+    def coded(self, names: Sequence[str]) -> tuple[Any, list[list[Any]]]:
+        """``(codes, values)``: the number of each node's combination (a numpy ``intp`` array) and, for each field
+        of ``names`` (fields kept in the combination), its value in each combination: a node's value of a field is
+        ``values[k][codes[node]]``, and a field is judged once per combination instead of once per node."""
+        import numpy as np  # not at start-up: only the ranking reads whole columns
+
+        codes = np.frombuffer(self.codes, f"u{self.codes.itemsize}").astype(np.intp)
+        return codes, [[combo[at] for combo in self.combos] for at in map(_COMBINED.index, names)]
 
     def _number(self, combo: tuple[Any, ...]) -> int:
         """``combo``'s position in ``combos`` (added when new)."""
@@ -183,12 +171,3 @@ class FactColumns(Sequence[Any]):
             number = self.numbers[combo] = len(self.combos)
             self.combos.append(combo)
         return number
-
-    def _column(self, at: int) -> list[Any]:
-        """Field ``at`` of every node's combination."""
-        values = [combo[at] for combo in self.combos]
-        if not values:
-            return []
-        if values.count(values[0]) == len(values):  # one value (often: the dtype, ``argument``...)
-            return [values[0]] * len(self)
-        return list(map(values.__getitem__, self.codes))

@@ -61,7 +61,8 @@ def _suspects(view: RankView, found: list[int]) -> list[Suspect]:
     count = len(found)
     rules = view.rules[found]
     scores, in_effs, floors = view.scores[found], view.in_eff[found].tolist(), view.floors[found].tolist()
-    entries, dtypes, orders = (_picked(values, found) for values in (view.entries, view.dtypes, view.orders))
+    entries, orders = (_picked(values, found) for values in (view.entries, view.orders))
+    dtypes = view.values("dtype", found)
     evidence = [""] * count
     for rule in dict.fromkeys(rules.tolist()):
         mine = np.flatnonzero(rules == rule).tolist()  # positions in ``found``
@@ -95,8 +96,8 @@ def _suspects(view: RankView, found: list[int]) -> list[Suspect]:
             texts = [f"input {name} holds NaN/inf that the golden run does not, and no earlier call "
                      f"produced it (a parameter, buffer or data)" for name in view.row_names("worst_in", at)]
         elif rule == BY_ARGUMENT:
-            texts = [f"{view.arguments[i]}; its output {out} differs by {_pct(dev)}"
-                     for i, out, dev in zip(at, view.row_names("worst_out", at), view.out_devs[at].tolist())]
+            texts = [f"{argument}; its output {out} differs by {_pct(dev)}" for argument, out, dev in
+                     zip(view.values("argument", at), view.row_names("worst_out", at), view.out_devs[at].tolist())]
         else:
             raise AssertionError(f"no evidence for rule {rule}")
         for k, text in zip(mine, texts):
@@ -113,24 +114,30 @@ def _picked(values: Sequence[Any], positions: list[int]) -> Sequence[Any]:
 
 
 def _rounded(scores: Any) -> list[float]:
-    """``round(score, 3)`` of each of ``scores`` (a float64 array; whole numbers, as capped scores, stay as they are
-    without the slow decimal rounding)."""
+    """``round(score, 3)`` of each of ``scores`` (a float64 array), without the slow decimal rounding where numpy's
+    gives the same double: ``rint(score * 1000) / 1000`` is the correctly rounded result whenever ``score * 1000``
+    is farther from a half than that product's rounding error (``round`` takes the rest)."""
     import numpy as np  # not at start-up
 
-    out = scores.tolist()
-    for k in np.flatnonzero(scores != np.floor(scores)).tolist():
+    with np.errstate(all="ignore"):
+        scaled = scores * 1000.0
+        whole = np.rint(scaled)
+        # |scaled - whole| is exact (Sterbenz); 2**-50 of |scaled| bounds the product's error with room to spare
+        sure = (0.5 - np.abs(scaled - whole) > np.abs(scaled) * 2.0 ** -50) & (np.abs(scaled) < 2.0 ** 52)
+        out = np.where(sure, whole / 1000.0, scores).tolist()
+    for k in np.flatnonzero(~sure & (scores != np.floor(scores))).tolist():
         out[k] = round(out[k], 3)
     return out
 
 
-def _explained_modules(view: RankView, entries: list[str]) -> set[str]:
-    """Module calls that contain a call of ``entries`` (through construct.json's parent links)."""
+def _explained_modules(view: RankView, nodes: Any) -> set[str]:
+    """Module calls that contain one of the calls at ``nodes`` (positions, a numpy array) (through construct.json's
+    parent links)."""
     explained: set[str] = set()
     last, modules = view.last, view.modules
-    for entry in entries:
+    # the walk up from a node is the walk up from its entry's (last node's) parent: once per parent
+    for parent in dict.fromkeys(map(modules.__getitem__, view.at[nodes].tolist())):
         seen = 0
-        at = last.get(entry)
-        parent = "" if at is None else modules[at]
         while parent and parent not in explained and seen < 1000:
             explained.add(parent)
             at = last.get(parent)
@@ -156,17 +163,20 @@ def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
     founds: list[list[int]] = []
     identical = True
     floor_stats: dict[str, dict[str, Any]] = {}
-    from probe.diagnosis.columns import RankView  # numpy: not at start-up
+    import numpy as np  # not at start-up
+
+    from probe.diagnosis.columns import RankView
 
     for facts in sorted(ranks, key=lambda f: (f.step, f.rank)):
         view = RankView(facts)
-        entries = view.entries
-        explained = _explained_modules(view, [entries[i] for i, rule in zip(view.found, view.rules[view.found].tolist())
-                                              if rule != BY_STRUCTURE])
-        found = [i for i in view.found if entries[i] not in explained]
+        found = view.found
+        explained = _explained_modules(view, np.array(found, np.intp)[view.rules[found] != BY_STRUCTURE])
+        if explained:
+            entries = view.entries
+            found = [i for i in found if entries[i] not in explained]
         suspects += _suspects(view, found)
         founds.append(found)
-        if facts.golden_only or not view.exact.all() or any(view.unmatched):
+        if facts.golden_only or not view.exact.all() or view.unmatched():
             identical = False
         for dtype, calls, error in view.dtype_errors(found):
             entry = floor_stats.get(dtype)
@@ -191,14 +201,19 @@ def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
 
 
 def _series(view: RankView) -> dict[str, Any]:
-    from probe.diagnosis.columns import directions, finite_or_none  # numpy: not at start-up
+    import numpy as np  # not at start-up
+
+    from probe.diagnosis.columns import directions, finite_or_none
 
     facts = view.facts
     keep = ~view.gradient  # parameters_grad entries have no point
     every = bool(keep.all())
     kept = keep.tolist()
-    names, order, module, kind = (list(column) if every else list(compress(column, kept))
-                                  for column in (view.entries, view.orders, view.modules, view.kinds))
+    at = None if every else np.flatnonzero(keep)
+    names, module = (list(column) if every else list(compress(column, kept)) for column in (view.entries, view.modules))
+    orders = view.orders
+    order = list(orders) if every else at.tolist() if orders == range(len(orders)) else list(compress(orders, kept))
+    kind = view.values("kind", at)
     error, floor, backward = (view.out_devs, view.floors, view.backward) if every else (
         view.out_devs[keep], view.floors[keep], view.backward[keep])
     points = Points(names, order, finite_or_none(error), finite_or_none(floor), module, directions(backward), kind,
@@ -214,9 +229,11 @@ def _mark_suspects(series: list[dict[str, Any]], views: list[RankView], founds: 
     lines: dict[tuple[int, int], list[int]] = {}
     for number, line in enumerate(series):
         lines.setdefault((line["step"], line["rank"]), []).append(number)
-    positions = [0] * len(ranking)
-    for position, k in enumerate(ranking, 1):
-        positions[k] = position
+    import numpy as np  # not at start-up
+
+    numbers = np.empty(len(ranking), np.intp)
+    numbers[ranking] = np.arange(1, len(ranking) + 1)
+    positions = numbers.tolist()
     start = 0
     shared: list[tuple[int, str, tuple[int, int]]] = []  # suspects of a step and rank that has several lines
     for number, (view, found) in enumerate(zip(views, founds)):
@@ -227,9 +244,10 @@ def _mark_suspects(series: list[dict[str, Any]], views: list[RankView], founds: 
             shared += [(position, view.entries[i], where) for position, i in zip(mine, found)]
             continue
         points = series[number]["points"]
-        for position, at in sorted(zip(mine, view.points_of(found, points))):
-            if at is not None:
-                points.suspect[at] = position
+        suspect, ats = points.suspect, view.points_of(found, points)
+        for k in sorted(range(len(mine)), key=mine.__getitem__):  # in ranking order: a shared point keeps the later
+            if ats[k] is not None:
+                suspect[ats[k]] = mine[k]
     for position, entry, where in sorted(shared):
         for number in reversed(lines[where]):
             points = series[number]["points"]
