@@ -152,7 +152,9 @@ class FactColumns(Sequence[Any]):
     def lists(self, names: Sequence[str]) -> list[Sequence[Any]]:
         """The values of each field of ``names`` (``order`` too), as reading every node would give them: a
         list, for deviations a numpy float64 array and for flags a numpy bool array (no Python object made
-        for every node), for ``order`` a range."""
+        for every node), for ``order`` a range. ``entry`` and ``module`` are the kept lists themselves and the
+        deviations read-only views of the kept array (no copy: the ranking reads them once the facts are
+        complete), none to be changed; the array cannot grow while a view of it lives."""
         import numpy as np  # not at start-up: only the ranking reads whole columns
 
         floats = None
@@ -161,12 +163,13 @@ class FactColumns(Sequence[Any]):
             if name == "order":
                 out.append(range(len(self)))
             elif name == "module":
-                out.append(list(self.modules))
+                out.append(self.modules)
             elif name == "entry":
-                out.append(list(self.entries))
+                out.append(self.entries)
             elif name in _FLOATS:
-                if floats is None:  # a copy: a view would pin the array's size
-                    floats = np.frombuffer(self.floats, np.float64).reshape(-1, _N_FLOATS).copy()
+                if floats is None:
+                    floats = np.frombuffer(self.floats, np.float64).reshape(-1, _N_FLOATS)
+                    floats.flags.writeable = False
                 out.append(floats[:, _FLOATS.index(name)])
             elif name in _FLAGS:
                 at = _COMBINED.index(name)
