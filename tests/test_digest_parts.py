@@ -231,3 +231,19 @@ def test_merge_declines_a_part_made_on_what_does_not_hold_and_changes_nothing() 
         for window in windows:
             real.add(window)
         assert _shown(analyzer, [real.finish(_shell(result))]) == _shown(analyzer, [_plain(analyzer, result, windows)])
+
+
+def test_a_copy_that_makes_parts_lets_the_parents_go_and_the_real_builder_keeps_them() -> None:
+    # a forked copy only makes parts and skips windows: construct.json's entries are no longer held there
+    result = _results("pytorch/stat_mix_cnn")[0]
+    windows = _windows(result, [2, 5])
+    real = DiagnosisAnalyzer().digest_stream(None, _shell(result))
+    real._parents({entry: "Module.m.M.forward.0" for window in windows for entry in _names(window)})
+    for make in (lambda twin: twin.part(windows[0]), lambda twin: twin.skip(_names(windows[0]))):
+        twin = copy.deepcopy(real)
+        make(twin)
+        assert twin.parents == {} and twin.parent_of("Functional.x.0.forward", "") == ""
+    assert len(real.parents) == sum(len(_names(w)) for w in windows)
+    for window in windows:
+        real.add(window)
+    assert set(real.finish(_shell(result)).nodes.modules) == {"Module.m.M.forward.0"}

@@ -7,6 +7,7 @@ import copy
 import pickle
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_diagnosis_columns import _node
@@ -110,3 +111,17 @@ def test_nodes_differing_only_in_names_and_deviations_share_one_combination() ->
     store.set_leaf(7, 0.5, ".input.0", True)
     assert len(store.combos) == 2 and store[7].worst_leaf == "Functional.relu.7.forward.input.0"
     assert repr(store[8]) == repr(nodes[8])
+
+
+def test_whole_columns_are_the_kept_ones_read_only() -> None:
+    nodes = [NodeFacts(f"Functional.relu.{i}.forward", i, "api", "Functional.relu", in_dev=i / 7, out_dev=i / 3)
+             for i in range(20)]
+    store = _stored(nodes, {}, [5])
+    table = _columns(store)
+    assert table.entries is store.entries and table.modules is store.modules  # no copy of a list per entry
+    in_dev, out_dev = table.deviations["in_dev"], table.deviations["out_dev"]
+    assert in_dev.tolist() == [i / 7 for i in range(20)] and out_dev.tolist() == [i / 3 for i in range(20)]
+    for column in (in_dev, out_dev):  # views of the kept deviations, which the ranking cannot change
+        assert column.base is not None and not column.flags.writeable
+        with pytest.raises(ValueError):
+            column[0] = 1.0

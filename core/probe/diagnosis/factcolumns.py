@@ -149,11 +149,14 @@ class FactColumns(Sequence[Any]):
         return out
 
     def deviations(self) -> Any:
-        """Every node's deviations as a float64 matrix (a copy: a view would pin the array's size), a row per node
-        and a column per field of :data:`_FLOATS`."""
+        """Every node's deviations as a float64 matrix, a row per node and a column per field of :data:`_FLOATS`:
+        a read-only view of the kept array (no copy: the ranking reads it once the facts are complete; the array
+        cannot grow while the view lives)."""
         import numpy as np  # not at start-up: only the ranking reads whole columns
 
-        return np.frombuffer(self.floats, np.float64).reshape(-1, _N_FLOATS).copy()
+        view = np.frombuffer(self.floats, np.float64).reshape(-1, _N_FLOATS)
+        view.flags.writeable = False
+        return view
 
     def coded(self, names: Sequence[str]) -> tuple[Any, list[list[Any]]]:
         """``(codes, values)``: the number of each node's combination (a numpy ``intp`` array) and, for each field

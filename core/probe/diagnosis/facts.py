@@ -772,14 +772,22 @@ class RankFactsBuilder:
         if len(self.parents) < self.parents_size // 2:  # a dict keeps its table when emptied: copy it
             self._parents(dict(self.parents))
 
+    def _copy_only(self) -> None:
+        """Drop what only :meth:`add` and :meth:`merge` read (the parents): a copy that makes parts and skips
+        windows never merges, and a forked process then no longer holds construct.json's entries."""
+        if self.parents_size:
+            self._parents({})
+
     def skip(self, names: Sequence[str]) -> None:
         """The target entry names of a window another process digests (only whether the backward pass began)."""
+        self._copy_only()
         if not self.backward:
             self.backward = any(".backward" in name or ".parameters_grad" in name for name in names)
 
     def part(self, window: CompareResult) -> WindowFacts:
         """What :meth:`add` would keep of ``window``, made without the earlier windows' outputs (see
         :data:`WindowFacts`); only whether the backward pass began is taken from this builder."""
+        self._copy_only()
         start = backward = self.backward
         produced: set = set()
         rows: list[tuple[Any, ...]] = []
