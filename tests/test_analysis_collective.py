@@ -68,3 +68,13 @@ def test_majority_names_the_odd_rank(tmp_path: Path) -> None:
 ])
 def test_shared_output_apis(api: str, shared: bool) -> None:
     assert shares_output(api) is shared
+
+
+def test_one_rank_makes_no_collective_digest_and_two_do(tmp_path: Path) -> None:
+    one = compare(ROOT / "target/step0/rank0", ROOT / "golden/step0/rank0")
+    two = compare(ROOT / "target/step0", ROOT / "golden/step0")
+    assert [sorted(o.digests) for o in one.outcomes] == [["advisor", "diagnosis"]]  # nothing to check one rank against
+    assert len(two.outcomes) == 2 and all("collective" in o.digests for o in two.outcomes)
+    # the analysis still runs (with no digest) and says nothing
+    shown = {a.name: a for a in one.analyses}
+    assert "collective" in shown and not shown["collective"].data

@@ -191,6 +191,8 @@ class Analyzer(Protocol):
     Optional member ``prefetch(dump_file)``: a streamed compare calls it while another process
     indexes the golden dump, to read ahead what ``digest_stream`` will read beside the target
     ``dump_file`` (it must give the same digest whether called or not).
+    Optional attribute ``min_plans``: the fewest pairs a compare must have for the analyzer to find
+    anything (a check across ranks needs two); with fewer, no digest is made and ``analyze`` gets none.
     """
 
     name: str

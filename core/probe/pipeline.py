@@ -50,13 +50,15 @@ def run_plan(plan: PairPlan, request: CompareRequest, registries: Registries,
 
 
 def run_unit(plan: PairPlan, request: CompareRequest, keep: bool, host: Host | None = None,
-             progress: ProgressFactory | None = None) -> JobOutcome:
+             progress: ProgressFactory | None = None, plans: int | None = None) -> JobOutcome:
     """Run one plan through every stage up to export; errors become an outcome instead of an exception.
 
     Very large dumps run a window at a time when every stage allows it (:mod:`probe.streaming`).
+    ``plans``: the number of plans of the compare, when known (digests no analyzer can use with
+    that many are not made, see :func:`probe.stages.enabled_analyzers`).
     """
     host = host or default_host()
-    analyzers = stages.enabled_analyzers(host, request)
+    analyzers = stages.enabled_analyzers(host, request, plans)
     try:
         with runtime.gc_paused():
             streamed = streaming.run_streamed(plan, request, host, analyzers, keep, timestamp(), progress)
@@ -72,9 +74,9 @@ def run_unit(plan: PairPlan, request: CompareRequest, keep: bool, host: Host | N
     return JobOutcome(plan.label, result.summary(), list(result.problems), result if keep else None, digests=digests)
 
 
-def run_unit_in_worker(plan: PairPlan, request: CompareRequest, keep: bool) -> JobOutcome:
+def run_unit_in_worker(plan: PairPlan, request: CompareRequest, keep: bool, plans: int | None = None) -> JobOutcome:
     """:func:`run_unit` with the worker's own plugin host (for process pools and clusters)."""
-    return run_unit(plan, request, keep)
+    return run_unit(plan, request, keep, plans=plans)
 
 
 def run_compare(
@@ -106,10 +108,10 @@ def run_compare(
         executor = "process"  # one rank: it runs here and its rows are split over the cluster (modes)
     outcomes: list[JobOutcome] = []
     for outcome in runtime.run_each(
-        run_unit_in_worker, units, inner, keep,
+        run_unit_in_worker, units, inner, keep, len(units),
         workers=1 if request.options.get("in_process") or len(units) == 1 else request.jobs,
         executor=executor, address=request.options.get("scheduler"),
-        local=lambda plan: run_unit(plan, request, keep, host, progress),
+        local=lambda plan: run_unit(plan, request, keep, host, progress, len(units)),
     ):
         outcomes.append(outcome)
         if on_outcome:

@@ -223,11 +223,14 @@ def measure(mode: Any, pairing: Pairing, target: FlatDump, golden: FlatDump, reg
 # --------------------------------------------------------------------------------------
 
 
-def enabled_analyzers(registries: Registries, request: CompareRequest) -> list[Any]:
-    """The analyzers that run for ``request`` (none when ``request.options['analyze']`` is false)."""
+def enabled_analyzers(registries: Registries, request: CompareRequest, plans: int | None = None) -> list[Any]:
+    """The analyzers that run for ``request`` (none when ``request.options['analyze']`` is false); with
+    ``plans``, the number of pairs of the compare, only those that can find something in that many
+    (``min_plans``)."""
     if request.options.get("analyze") is False:
         return []
-    return [a for a in registries.analyzers.values() if a.enabled(request)]
+    return [a for a in registries.analyzers.values()
+            if a.enabled(request) and (plans is None or getattr(a, "min_plans", 1) <= plans)]
 
 
 def diagnose(result: CompareResult, request: CompareRequest, analyzers: Sequence[Any]) -> tuple[dict[str, Any], bool]:

@@ -300,6 +300,8 @@ class CollectiveAnalyzer:
     """Ranks of one group must agree on the outputs a collective shares (off with ``-c``)."""
 
     name = "collective"
+    min_plans = 2
+    """The ranks of one step are checked against each other: one pair alone has nothing to agree with."""
 
     def enabled(self, request: Any) -> bool:
         return not request.options.get("compare_only")
