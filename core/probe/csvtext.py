@@ -32,6 +32,9 @@ _INF = math.inf
 _STR = {str}
 _FLOAT = {float}
 _BOOL_INT = {bool, int}
+_BOOL = {bool}
+_BOOL_TEXT = {True: "True", False: "False"}
+"""``str`` of each bool (a look-up instead of a call a cell)."""
 _PLAIN = frozenset({float, int, bool, str})
 """Cell types whose ``str`` is their CSV text (text after the checks of :func:`_text_column`)."""
 _FIRST = itemgetter(slice(None, 1))
@@ -241,10 +244,9 @@ def _safe_texts(cells: Sequence[str], joined: str | None = None) -> dict[str, st
         joined = "\x00".join(cells)
     if "\r" in joined:
         return {v: safe_cell(v) for v in cells if needs_care(v)}
-    flags = list(map(_SUSPECT_FIRST, map(_FIRST, cells)))
-    if not any(flags):
+    if SUSPECT_START.isdisjoint(map(_FIRST, cells)):
         return None
-    suspects = list(compress(cells, flags))
+    suspects = list(compress(cells, map(_SUSPECT_FIRST, map(_FIRST, cells))))
     if set("".join(suspects)) <= _NUMBER_CHARS:
         try:
             list(map(float, suspects))
@@ -255,10 +257,17 @@ def _safe_texts(cells: Sequence[str], joined: str | None = None) -> dict[str, st
     return {k: v for k, v in changed.items() if k is not v} or None
 
 
+_SAMPLE = 16
+"""Leading cells :func:`_text_column` looks at: all different, the column is screened as it is."""
+
+
 def _text_column(column: Sequence[str]) -> Sequence[str]:
     """CSV fields of an all-``str`` column: the column itself when no cell changes."""
-    distinct = set(column)
-    cells: Sequence[str] = list(distinct) if len(distinct) < len(column) else column
+    cells: Sequence[str] = column
+    if len(set(column[:_SAMPLE])) < _SAMPLE:  # repeated texts (not a column of names): each screened once
+        distinct = set(column)
+        if len(distinct) < len(column):
+            cells = list(distinct)
     joined = "\x00".join(cells)
     changed = _safe_texts(cells, joined)
     if changed is None and not any(ch in joined for ch in _SPECIAL):
@@ -272,8 +281,7 @@ def _text_column(column: Sequence[str]) -> Sequence[str]:
             fields[value] = field
     if not fields:
         return column
-    get = fields.get
-    return [get(v, v) for v in column]
+    return list(map(fields.get, column, column))
 
 
 def finite_floats(column: Sequence[float]) -> bool:
@@ -296,8 +304,7 @@ def column_texts(column: Sequence[Any], stat: bool = False, inf_text: tuple[str,
         return column
     if stat and hasattr(column, "csv_texts"):
         return column.csv_texts(inf_text)
-    kinds = list(map(type, column))
-    types = set(kinds)
+    types = set(map(type, column))
     if types == _STR:
         texts = _text_column(column)
         return texts if isinstance(texts, list) else list(texts)
@@ -311,10 +318,12 @@ def column_texts(column: Sequence[Any], stat: bool = False, inf_text: tuple[str,
                 elif text == "-inf":
                     out[i] = neg_inf
         return out
+    if types == _BOOL:
+        return list(map(_BOOL_TEXT.__getitem__, column))
     if types <= _BOOL_INT:
         return list(map(str, column))
     if types <= _PLAIN:
-        texts = _plain_texts(column, kinds, float in types, pos_inf, neg_inf)
+        texts = _plain_texts(column, list(map(type, column)), float in types, pos_inf, neg_inf)
         if texts is not None:
             return texts
     return _cell_texts(column, pos_inf, neg_inf)
@@ -418,4 +427,11 @@ def csv_lines(columns: Sequence[Sequence[Any]], stat_columns: Sequence[int] = ()
         return ""
     if len(texts) == 1:  # a lone empty field is written as "" (csv.writer's rule)
         return "".join((t if t else '""') + "\n" for t in texts[0])
-    return "\n".join(map(",".join, zip(*texts))) + "\n"
+    # the lines without their last field, then one join with the last fields (often long stack
+    # texts, so copied once rather than into a line and again into the text)
+    heads = list(map(",".join, zip(*texts[:-1])))
+    parts = [","] * (4 * len(heads))
+    parts[0::4] = heads
+    parts[2::4] = texts[-1]
+    parts[3::4] = ["\n"] * len(heads)
+    return "".join(parts)
