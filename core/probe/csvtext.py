@@ -106,13 +106,14 @@ def float_texts(values: Sequence[float] | Any) -> list[str]:
     size = np.abs(array)
     with np.errstate(invalid="ignore"):
         small = (size < _REPR_LOW) & (size != 0)
-        if small.any():
+        if small.any():  # taken out and put back through an object array (no loop over them)
             positional = small & (size >= _TENTH_LOW)
+            cells = np.array(texts, dtype=object)
             for where, fix in ((np.flatnonzero(positional), _positional_small),
                                (np.flatnonzero(small & ~positional), _exponent_small)):
                 if len(where):
-                    for i, text in zip(where.tolist(), fix([texts[i] for i in where.tolist()])):
-                        texts[i] = text
+                    cells[where] = fix(cells[where].tolist())
+            texts = cells.tolist()
         odd = np.flatnonzero(~(size < _REPR_HIGH))  # huge, NaN, infinities
     if len(odd):
         for i in odd.tolist():
@@ -182,12 +183,12 @@ def _positional_small(texts: list[str]) -> list[str]:
     """``-0.0000123`` -> ``-1.23e-05`` (orjson's text of values in [1e-5, 1e-4), as ``repr`` has them).
 
     Each text is ``[-]0.0000`` then digits, the first not zero (orjson's layout, checked
-    once by :func:`_orjson_layout_known`; the prefix is checked over all texts at once): a point follows the first digit (none when it is the only one) and ``e-05`` ends
+    once by :func:`_orjson_layout_known`; the prefix, and no exponent, are checked over all texts at
+    once): a point follows the first digit (none when it is the only one) and ``e-05`` ends
     the text. Texts laid out otherwise are re-read with ``float`` and written with ``repr``.
     """
     joined = ",".join(texts)
-    count = len(texts)
-    if joined.count("0.0000") != count or joined.count(".") != count or "0.00000" in joined or "e" in joined:
+    if joined.count("0.0000") != len(texts) or "e" in joined:
         return [repr(float(t)) for t in texts]
     out = [f"-{t[7]}.{t[8:]}e-05" if t[0] == "-" else f"{t[6]}.{t[7:]}e-05" for t in texts]
     if min(map(len, texts)) < 9:  # a single digit: no point
