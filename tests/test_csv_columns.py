@@ -76,6 +76,19 @@ def test_column_like_the_one_before_equals_csv_writer(pairs: list[tuple], how: s
         assert csv_lines(columns, stat, CSV_INF) == writer_text(rows, stat, CSV_INF)
 
 
+names = st.text(alphabet="ab.,\"=\r\n -_0", min_size=1, max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(names, min_size=16, max_size=16, unique=True), st.lists(names, max_size=30), st.integers(0, 47))
+def test_text_column_of_distinct_leading_cells_equals_csv_writer(lead: list[str], rest: list[str], pick: int) -> None:
+    """A text column whose first cells all differ (a column of names) is screened as it is, not
+    cell by distinct cell: the same fields, repeats, quotes and spreadsheet rule included."""
+    column = lead + rest + lead[: pick % 17]
+    rows = [[text, "x"] for text in column]
+    assert csv_lines([column, ["x"] * len(column)]) == writer_text(rows, [], CSV_INF)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(cells, min_size=1, max_size=1), min_size=1, max_size=10))
 def test_single_column_table(rows: list[list]) -> None:
