@@ -49,7 +49,7 @@ def entry_starts(records: Sequence[RowResult]) -> list[int]:
     """The index of the first row of each entry of ``records`` (an entry's rows are consecutive)."""
     if not records:
         return []
-    entries = list(map(_ENTRY, records))
+    entries = [row.pair.target.entry for row in records]  # faster than map(attrgetter) over a dotted path
     return [0, *compress(range(1, len(entries)), map(ne, entries[1:], entries[:-1]))]
 
 
