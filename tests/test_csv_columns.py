@@ -76,6 +76,19 @@ def test_column_like_the_one_before_equals_csv_writer(pairs: list[tuple], how: s
         assert csv_lines(columns, stat, CSV_INF) == writer_text(rows, stat, CSV_INF)
 
 
+names = st.text(alphabet="ab.,\"=\r\n -_0", min_size=1, max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(names, min_size=16, max_size=16, unique=True), st.lists(names, max_size=30), st.integers(0, 47))
+def test_text_column_of_distinct_leading_cells_equals_csv_writer(lead: list[str], rest: list[str], pick: int) -> None:
+    """A text column whose first cells all differ (a column of names) is screened as it is, not
+    cell by distinct cell: the same fields, repeats, quotes and spreadsheet rule included."""
+    column = lead + rest + lead[: pick % 17]
+    rows = [[text, "x"] for text in column]
+    assert csv_lines([column, ["x"] * len(column)]) == writer_text(rows, [], CSV_INF)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(cells, min_size=1, max_size=1), min_size=1, max_size=10))
 def test_single_column_table(rows: list[list]) -> None:
@@ -129,6 +142,15 @@ def numeric_texts_by_cell(target: list, golden: list, inf_text: tuple[str, str])
     return list(map(",".join, zip(*[column_texts(list(c), k >= 8, inf_text) for k, c in enumerate(columns)])))
 
 
+def joined_numeric_fields(target: list, golden: list, inf_text: tuple[str, str]) -> list[str]:
+    """:func:`numeric_fields` of each row, its three blocks (differences, relative errors,
+    statistics: four, four and eight fields) joined."""
+    blocks = numeric_fields(target, golden, stat_difference, inf_text)
+    assert len(blocks) == 3 and all(isinstance(b, JoinedFields) and len(b) == len(target) for b in blocks)
+    assert all(t.count(",") == n for b, n in zip(blocks, (3, 3, 7)) for t in b if "\"" not in t)  # unquoted: 4, 4, 8 fields
+    return list(map(",".join, zip(*blocks)))
+
+
 small = st.floats(min_value=-2e-4, max_value=2e-4, allow_nan=False)
 numeric_stats = st.one_of(stats, small, st.sampled_from([1e-4, 1e-5, 9.99e-06, 1e16, -1e22, 1.5e300, "[0]", "],[", "=1"]))
 
@@ -139,8 +161,7 @@ numeric_stats = st.one_of(stats, small, st.sampled_from([1e-4, 1e-5, 9.99e-06, 1
 def test_numeric_fields_equal_the_cell_texts(pairs, inf_text) -> None:
     target = [p[0] for p in pairs]
     golden = [p[1] for p in pairs]
-    fields = numeric_fields(target, golden, stat_difference, inf_text)
-    assert isinstance(fields, JoinedFields)
+    fields = joined_numeric_fields(target, golden, inf_text)
     assert fields == numeric_texts_by_cell(target, golden, inf_text)
 
 
@@ -309,8 +330,7 @@ def test_numeric_fields_of_shared_statistics(rows, inf_text) -> None:
         shared = t if how == 1 or not target else target[-1]
         target.append(shared if how else t)
         golden.append(shared if how else g)
-    fields = numeric_fields(target, golden, stat_difference, inf_text)
-    assert isinstance(fields, JoinedFields)
+    fields = joined_numeric_fields(target, golden, inf_text)
     assert fields == numeric_texts_by_cell(target, golden, inf_text)
     copies = [tuple(list(t)) if t is g else g for t, g in zip(target, golden)]  # equal values, other objects
-    assert fields == numeric_fields(target, copies, stat_difference, inf_text)
+    assert fields == joined_numeric_fields(target, copies, inf_text)

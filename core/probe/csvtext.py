@@ -32,6 +32,9 @@ _INF = math.inf
 _STR = {str}
 _FLOAT = {float}
 _BOOL_INT = {bool, int}
+_BOOL = {bool}
+_BOOL_TEXT = {True: "True", False: "False"}
+"""``str`` of each bool (a look-up instead of a call a cell)."""
 _PLAIN = frozenset({float, int, bool, str})
 """Cell types whose ``str`` is their CSV text (text after the checks of :func:`_text_column`)."""
 _FIRST = itemgetter(slice(None, 1))
@@ -103,13 +106,14 @@ def float_texts(values: Sequence[float] | Any) -> list[str]:
     size = np.abs(array)
     with np.errstate(invalid="ignore"):
         small = (size < _REPR_LOW) & (size != 0)
-        if small.any():
+        if small.any():  # taken out and put back through an object array (no loop over them)
             positional = small & (size >= _TENTH_LOW)
+            cells = np.array(texts, dtype=object)
             for where, fix in ((np.flatnonzero(positional), _positional_small),
                                (np.flatnonzero(small & ~positional), _exponent_small)):
                 if len(where):
-                    for i, text in zip(where.tolist(), fix([texts[i] for i in where.tolist()])):
-                        texts[i] = text
+                    cells[where] = fix(cells[where].tolist())
+            texts = cells.tolist()
         odd = np.flatnonzero(~(size < _REPR_HIGH))  # huge, NaN, infinities
     if len(odd):
         for i in odd.tolist():
@@ -179,12 +183,12 @@ def _positional_small(texts: list[str]) -> list[str]:
     """``-0.0000123`` -> ``-1.23e-05`` (orjson's text of values in [1e-5, 1e-4), as ``repr`` has them).
 
     Each text is ``[-]0.0000`` then digits, the first not zero (orjson's layout, checked
-    once by :func:`_orjson_layout_known`; the prefix is checked over all texts at once): a point follows the first digit (none when it is the only one) and ``e-05`` ends
+    once by :func:`_orjson_layout_known`; the prefix, and no exponent, are checked over all texts at
+    once): a point follows the first digit (none when it is the only one) and ``e-05`` ends
     the text. Texts laid out otherwise are re-read with ``float`` and written with ``repr``.
     """
     joined = ",".join(texts)
-    count = len(texts)
-    if joined.count("0.0000") != count or joined.count(".") != count or "0.00000" in joined or "e" in joined:
+    if joined.count("0.0000") != len(texts) or "e" in joined:
         return [repr(float(t)) for t in texts]
     out = [f"-{t[7]}.{t[8:]}e-05" if t[0] == "-" else f"{t[6]}.{t[7:]}e-05" for t in texts]
     if min(map(len, texts)) < 9:  # a single digit: no point
@@ -241,10 +245,9 @@ def _safe_texts(cells: Sequence[str], joined: str | None = None) -> dict[str, st
         joined = "\x00".join(cells)
     if "\r" in joined:
         return {v: safe_cell(v) for v in cells if needs_care(v)}
-    flags = list(map(_SUSPECT_FIRST, map(_FIRST, cells)))
-    if not any(flags):
+    if SUSPECT_START.isdisjoint(map(_FIRST, cells)):
         return None
-    suspects = list(compress(cells, flags))
+    suspects = list(compress(cells, map(_SUSPECT_FIRST, map(_FIRST, cells))))
     if set("".join(suspects)) <= _NUMBER_CHARS:
         try:
             list(map(float, suspects))
@@ -255,10 +258,17 @@ def _safe_texts(cells: Sequence[str], joined: str | None = None) -> dict[str, st
     return {k: v for k, v in changed.items() if k is not v} or None
 
 
+_SAMPLE = 16
+"""Leading cells :func:`_text_column` looks at: all different, the column is screened as it is."""
+
+
 def _text_column(column: Sequence[str]) -> Sequence[str]:
     """CSV fields of an all-``str`` column: the column itself when no cell changes."""
-    distinct = set(column)
-    cells: Sequence[str] = list(distinct) if len(distinct) < len(column) else column
+    cells: Sequence[str] = column
+    if len(set(column[:_SAMPLE])) < _SAMPLE:  # repeated texts (not a column of names): each screened once
+        distinct = set(column)
+        if len(distinct) < len(column):
+            cells = list(distinct)
     joined = "\x00".join(cells)
     changed = _safe_texts(cells, joined)
     if changed is None and not any(ch in joined for ch in _SPECIAL):
@@ -272,8 +282,7 @@ def _text_column(column: Sequence[str]) -> Sequence[str]:
             fields[value] = field
     if not fields:
         return column
-    get = fields.get
-    return [get(v, v) for v in column]
+    return list(map(fields.get, column, column))
 
 
 def finite_floats(column: Sequence[float]) -> bool:
@@ -296,8 +305,7 @@ def column_texts(column: Sequence[Any], stat: bool = False, inf_text: tuple[str,
         return column
     if stat and hasattr(column, "csv_texts"):
         return column.csv_texts(inf_text)
-    kinds = list(map(type, column))
-    types = set(kinds)
+    types = set(map(type, column))
     if types == _STR:
         texts = _text_column(column)
         return texts if isinstance(texts, list) else list(texts)
@@ -311,10 +319,12 @@ def column_texts(column: Sequence[Any], stat: bool = False, inf_text: tuple[str,
                 elif text == "-inf":
                     out[i] = neg_inf
         return out
+    if types == _BOOL:
+        return list(map(_BOOL_TEXT.__getitem__, column))
     if types <= _BOOL_INT:
         return list(map(str, column))
     if types <= _PLAIN:
-        texts = _plain_texts(column, kinds, float in types, pos_inf, neg_inf)
+        texts = _plain_texts(column, list(map(type, column)), float in types, pos_inf, neg_inf)
         if texts is not None:
             return texts
     return _cell_texts(column, pos_inf, neg_inf)
@@ -420,4 +430,11 @@ def csv_lines(columns: Sequence[Sequence[Any]], stat_columns: Sequence[int] = ()
         if all(texts[0]):  # no empty field (the usual: whole lines): one join, the last line end included
             return "\n".join([*texts[0], ""])
         return "".join((t if t else '""') + "\n" for t in texts[0])
-    return "\n".join(map(",".join, zip(*texts))) + "\n"
+    # the lines without their last field, then one join with the last fields (often long stack
+    # texts, so copied once rather than into a line and again into the text)
+    heads = list(map(",".join, zip(*texts[:-1])))
+    parts = [","] * (4 * len(heads))
+    parts[0::4] = heads
+    parts[2::4] = texts[-1]
+    parts[3::4] = ["\n"] * len(heads)
+    return "".join(parts)

@@ -32,7 +32,7 @@ def judge_records(mode: Any, records: Sequence[RowResult], stack: dict[str, list
     """
     by_entries = getattr(mode, "judge_entries", None)
     if by_entries is not None:
-        entries = list(map(_ENTRY, records))
+        entries = [row.pair.target.entry for row in records]
         starts = _starts(entries)
         if stack is not None:
             _attach_stacks(stack, zip(map(entries.__getitem__, starts), map(records.__getitem__, starts)))
@@ -48,7 +48,7 @@ def judge_records(mode: Any, records: Sequence[RowResult], stack: dict[str, list
 
 def entry_starts(records: Sequence[RowResult]) -> list[int]:
     """The index of the first row of each entry of ``records`` (an entry's rows are consecutive)."""
-    return _starts(list(map(_ENTRY, records)))
+    return _starts([row.pair.target.entry for row in records])  # faster than map(attrgetter) over a dotted path
 
 
 def _starts(entries: list[str]) -> list[int]:

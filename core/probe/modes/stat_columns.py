@@ -34,6 +34,9 @@ _EXACT_INT = 2**53
 """Ints below this magnitude are exact in float64 (their difference is computed in numpy)."""
 _KIND_OF = {float: FLOAT, int: INT, _NONE_TYPE: NONE}
 """Kind of a statistic by its type (ints exact in float64 only: checked after)."""
+_KIND_TEXT = {kind: chr(number) for kind, number in _KIND_OF.items()}
+_OTHER_TEXT = chr(OTHER)
+""":data:`_KIND_OF` as one-character texts (their code points the kinds)."""
 
 
 class StatMatrix(NamedTuple):
@@ -86,7 +89,9 @@ def _kept(stats: Sequence[tuple[Any, ...]]) -> StatMatrix | None:
 
 def _stat_matrix(stats: Sequence[tuple[Any, ...]]) -> StatMatrix:
     flat = list(chain.from_iterable(stats))
-    kinds = np.fromiter(map(_KIND_OF.get, map(type, flat), repeat(OTHER)), dtype=np.int8, count=len(flat))
+    # a one-character text per cell, then its bytes: faster than numpy reading an int per cell
+    kinds = np.frombuffer(bytearray("".join(map(_KIND_TEXT.get, map(type, flat), repeat(_OTHER_TEXT))), "ascii"),
+                          dtype=np.int8)
     if (kinds == FLOAT).all():
         return StatMatrix(np.array(flat, dtype=np.float64).reshape(-1, 4), kinds.reshape(-1, 4))
     numeric = (kinds == FLOAT) | (kinds == INT)  # float or int (not bool)
@@ -218,15 +223,16 @@ def difference_columns(target_stats: Sequence[tuple[Any, ...]], golden_stats: Se
 
 
 def numeric_fields(target_stats: Sequence[tuple[Any, ...]], golden_stats: Sequence[tuple[Any, ...]], slow: Any,
-                   inf_text: tuple[str, str], matrices: tuple[StatMatrix, StatMatrix] | None = None) -> JoinedFields:
-    """The CSV text of the sixteen numeric cells of matched rows (the four differences, the
-    four relative errors, both sides' statistics), one text per row.
+                   inf_text: tuple[str, str], matrices: tuple[StatMatrix, StatMatrix] | None = None
+                   ) -> list[JoinedFields]:
+    """The CSV text of the sixteen numeric cells of matched rows as three columns of joined
+    fields: the four differences, the four relative errors, both sides' statistics.
 
     The same text as :func:`difference_columns` and :func:`stat_display_columns` give
     through :func:`probe.csvtext.column_texts` (``stat`` columns written with ``inf_text``),
     made without a text object per cell: the differences, the relative errors (``%`` put
     after their numbers in the text) and the statistics are three float matrices that orjson
-    writes at once (:func:`probe.csvtext.matrix_rows`), joined row by row; only the cells
+    writes at once (:func:`probe.csvtext.matrix_rows`), a text per row each; only the cells
     orjson would write otherwise than the report (words, ints, small or special values) are
     written one by one. Tested equal on random statistics.
 
@@ -236,32 +242,37 @@ def numeric_fields(target_stats: Sequence[tuple[Any, ...]], golden_stats: Sequen
     ints, words and ``None``, the cells the matrices cannot write, so they leave the matrices.
     """
     if len(target_stats) == 0:
-        return JoinedFields()
+        return [JoinedFields(), JoinedFields(), JoinedFields()]
     same = list(map(is_, target_stats, golden_stats))
     if not any(same):
         return _numeric_fields(target_stats, golden_stats, slow, inf_text, matrices)
     shared = list(compress(target_stats, same))
     distinct = list({id(stats): stats for stats in shared}.values())
     matrix = _stat_matrix(distinct)  # not kept: the kept matrices are the window's
-    texts = dict(zip(map(id, distinct), _numeric_fields(distinct, distinct, slow, inf_text, (matrix, matrix))))
-    if all(same):
-        return JoinedFields(map(texts.__getitem__, map(id, shared)))
-    flags = np.array(same, dtype=bool)
-    fields = np.empty(len(same), dtype=object)
-    fields[flags] = list(map(texts.__getitem__, map(id, shared)))
+    ids = list(map(id, shared))
+    texts = [list(map(dict(zip(map(id, distinct), block)).__getitem__, ids))
+             for block in _numeric_fields(distinct, distinct, slow, inf_text, (matrix, matrix))]
+    if len(shared) == len(same):
+        return list(map(JoinedFields, texts))
     other = list(map(not_, same))
+    flags = np.array(same, dtype=bool)
     rest = ~flags
     if matrices is None:  # the kept matrices of the window (see stat_matrix)
         matrices = stat_matrix(target_stats), stat_matrix(golden_stats)
     (t, t_kind), (g, g_kind) = matrices
     matrices = StatMatrix(t[rest], t_kind[rest]), StatMatrix(g[rest], g_kind[rest])
-    fields[rest] = _numeric_fields(list(compress(target_stats, other)), list(compress(golden_stats, other)), slow,
-                                   inf_text, matrices)
-    return JoinedFields(fields.tolist())
+    blocks = []
+    for shared_texts, rest_texts in zip(texts, _numeric_fields(
+            list(compress(target_stats, other)), list(compress(golden_stats, other)), slow, inf_text, matrices)):
+        fields = np.empty(len(same), dtype=object)
+        fields[flags] = shared_texts
+        fields[rest] = rest_texts
+        blocks.append(JoinedFields(fields.tolist()))
+    return blocks
 
 
 def _numeric_fields(target_stats: Sequence[tuple[Any, ...]], golden_stats: Sequence[tuple[Any, ...]], slow: Any,
-                    inf_text: tuple[str, str], matrices: tuple[StatMatrix, StatMatrix] | None) -> JoinedFields:
+                    inf_text: tuple[str, str], matrices: tuple[StatMatrix, StatMatrix] | None) -> list[JoinedFields]:
     """:func:`numeric_fields` of rows, all through the matrices."""
     d = _differences(target_stats, golden_stats, matrices)
     (t, t_kind), (g, g_kind) = d.matrices
@@ -293,13 +304,12 @@ def _numeric_fields(target_stats: Sequence[tuple[Any, ...]], golden_stats: Seque
     stats = np.hstack([t, g])
     kinds = np.hstack([t_kind, g_kind])
     s_special = (kinds != FLOAT) | ~plain_floats(stats)
-    blocks = (
+    return [
         matrix_rows(diff, d_special, texts(diff, d_special, number, [(zero | unrecorded, "0")], 0, "").tolist()),
         matrix_rows(rel, r_special, texts(rel, r_special, relative, [(zero | unrecorded, "0"), (number & ~relative, "inf")],
                                           1, "%").tolist(), "%"),
         matrix_rows(stats, s_special, _stat_texts(stats, kinds, s_special, target_stats, golden_stats, inf_text).tolist()),
-    )
-    return JoinedFields(map(",".join, zip(*blocks)))
+    ]
 
 
 def _stat_texts(stats: np.ndarray, kinds: np.ndarray, special: np.ndarray, target_stats: Sequence[tuple[Any, ...]],

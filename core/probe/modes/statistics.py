@@ -290,7 +290,7 @@ class StatisticsMode:
     def csv_columns(self, records: Sequence[RowResult], with_stack: bool, inf_text: tuple[str, str]) -> list[list[Any]]:
         """The report as CSV columns: :meth:`render_columns` with the sixteen numeric columns
         (differences, relative errors, statistics; ``inf_text`` for infinite statistics)
-        already written as CSV text, one column of joined fields (see
+        already written as CSV text, three columns of joined fields (see
         :func:`probe.modes.stat_columns.numeric_fields`)."""
         from probe.modes.stat_columns import numeric_fields  # numpy
 
@@ -298,22 +298,24 @@ class StatisticsMode:
         targets, goldens = [r.pair.target for r in records], [r.pair.golden for r in records]
         columns = common.side_columns(targets, goldens)
         if len(lazy) == len(records):
-            columns.append(numeric_fields([t.stats for t in targets], [g.stats for g in goldens], stat_difference,
+            columns.extend(numeric_fields([t.stats for t in targets], [g.stats for g in goldens], stat_difference,
                                           inf_text))
         else:  # unmatched rows, or metrics set by hand: those rows through render_columns
-            fields = JoinedFields([""] * len(records))
+            blocks = [JoinedFields([""] * len(records)) for _ in range(3)]
             if lazy:
                 fast = numeric_fields([targets[i].stats for i in lazy], [goldens[i].stats for i in lazy],
                                       stat_difference, inf_text)
-                for i, text in zip(lazy, fast):
-                    fields[i] = text
+                for fields, texts in zip(blocks, fast):
+                    for i, text in zip(lazy, texts):
+                        fields[i] = text
             taken = set(lazy)
             rest = [i for i in range(len(records)) if i not in taken]
             shown = self.render_columns([records[i] for i in rest], with_stack)[8:24]
             texts = [column_texts(column, k >= 8, inf_text) for k, column in enumerate(shown)]
-            for i, text in zip(rest, map(",".join, zip(*texts))):
-                fields[i] = text
-            columns.append(fields)
+            for fields, lo, hi in zip(blocks, (0, 4, 8), (4, 8, 16)):
+                for i, text in zip(rest, map(",".join, zip(*texts[lo:hi]))):
+                    fields[i] = text
+            columns.extend(blocks)
         columns.extend(common.tail_columns(records, with_stack, (columns[6], columns[7])))
         return columns
 
