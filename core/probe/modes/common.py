@@ -6,7 +6,8 @@ import json
 import math
 from collections.abc import Sequence
 from itertools import compress, repeat
-from operator import attrgetter, eq, not_
+from operator import eq, not_
+from types import SimpleNamespace
 from typing import Any
 
 from probe.formats.msprobe.dtypes import canonical_dtype
@@ -51,7 +52,8 @@ MSG_DTYPE = "error: The dtype of NPU and Bench are inconsistent."
 MSG_SHAPE = "error: The shape of NPU and Bench are inconsistent."
 MSG_UNMATCHED = "No bench data matched."
 _NA4 = (NA,) * 4
-_TARGET, _GOLDEN, _VERDICT = attrgetter("pair.target"), attrgetter("pair.golden"), attrgetter("verdict")
+_NO_ROW = SimpleNamespace(name=NA, dtype=NA, shape=NA, requires_grad=NA)
+"""The cells :func:`side_columns` shows for a missing golden row."""
 _INF = math.inf
 
 
@@ -207,18 +209,18 @@ def same_dtype(target: str, golden: str) -> bool:
 
 def common_columns(records: Sequence[RowResult]) -> list[list[Any]]:
     """:func:`common_cells` of every record, as eight columns."""
-    return side_columns(list(map(_TARGET, records)), list(map(_GOLDEN, records)))
+    pairs = [r.pair for r in records]
+    return side_columns([p.target for p in pairs], [p.golden for p in pairs])
 
 
 def side_columns(targets: Sequence[Row], goldens: Sequence[Row | None]) -> list[list[Any]]:
     """:func:`common_cells` of the rows of matched pairs (``goldens`` ``None`` where unmatched), as eight columns."""
-    matched = None not in goldens
-    columns = []
-    for attr in ("name", "dtype", "shape", "requires_grad"):
-        get = attrgetter(attr)
-        columns.append(list(map(get, targets)))
-        columns.append(list(map(get, goldens)) if matched else [NA if g is None else get(g) for g in goldens])
-    return columns
+    if None in goldens:
+        goldens = [_NO_ROW if g is None else g for g in goldens]
+    # list comprehensions: each reads a slot faster than map(attrgetter(...)) does
+    return [[t.name for t in targets], [g.name for g in goldens], [t.dtype for t in targets],
+            [g.dtype for g in goldens], [t.shape for t in targets], [g.shape for g in goldens],
+            [t.requires_grad for t in targets], [g.requires_grad for g in goldens]]
 
 
 def stat_columns(records: Sequence[RowResult], display_columns: Any) -> list[list[Any]]:
@@ -250,7 +252,7 @@ def tail_columns(records: Sequence[RowResult], with_stack: bool,
         if not all(consistent):
             for i in compress(range(len(consistent)), map(not_, consistent)):
                 consistent[i] = requires_grad_consistent(records[i])
-    columns = [consistent, list(map(_VERDICT, records)), err_message_column(records)]
+    columns = [consistent, [r.verdict for r in records], err_message_column(records)]
     if with_stack:
         columns.append(extra_values(records, "stack", NA))
     return columns
