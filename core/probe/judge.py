@@ -46,11 +46,6 @@ def judge_records(mode: Any, records: Sequence[RowResult], stack: dict[str, list
         mode.judge(group)
 
 
-def entry_starts(records: Sequence[RowResult]) -> list[int]:
-    """The index of the first row of each entry of ``records`` (an entry's rows are consecutive)."""
-    return _starts([row.pair.target.entry for row in records])  # faster than map(attrgetter) over a dotted path
-
-
 def _starts(entries: list[str]) -> list[int]:
     """The index of the first of each run of equal names in ``entries``."""
     if not entries:
