@@ -35,7 +35,6 @@ FLOAT_DTYPES = frozenset({"float64", "float32", "float16", "bfloat16", "float8_e
 _INF, _NINF = math.inf, -math.inf
 _ENTRY = attrgetter("pair.target.entry")
 _STEP_DIR = re.compile(r"^step(\d+)$")
-_INDEX_TAIL = re.compile(r"\.\d+$")
 REDUCTION = 4
 """A backward output with this many times fewer elements than its incoming gradient is a reduction."""
 TINY = 1e-3

@@ -117,14 +117,6 @@ def err_message_column(records: Sequence[RowResult]) -> list[str]:
     return list(map(texts.get, keys, repeat("[]")))
 
 
-def stack_cell(row: RowResult, stack: dict[str, list[str]] | None, first_of_entry: bool) -> Any:
-    """The stack of the row's entry on the entry's first row, ``N/A`` elsewhere."""
-    if not first_of_entry or stack is None:
-        return NA
-    lines = stack.get(row.pair.target.entry)
-    return str(lines) if lines is not None else NA
-
-
 def api_name(entry: str) -> str:
     """Second dot-component of an entry name (the API for ``Functional.relu.0.forward``)."""
     parts = entry.split(".")
