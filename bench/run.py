@@ -161,6 +161,7 @@ RECORDED_MSPROBE = {
     ("statistics", 200000, 1, "csv"): (213.2, 3.04),
     ("statistics", 200000, 1, "xlsx"): (558.8, 8.00),
     ("md5", 50000, 1, "csv"): (35.6, 0.94),
+    ("md5", 200000, 1, "csv"): (138.4, 2.92),
     ("statistics", 10000, 8, "csv"): (65.1, 0.42),
     ("tensor", 765, 1, "csv"): (9.98, 0.38),
 }
@@ -283,6 +284,7 @@ SUITE = [
     (["--mode", "statistics", "--apis", "50000"], "speed"),
     (["--mode", "statistics", "--apis", "200000"], "speed"),
     (["--mode", "md5", "--apis", "50000"], "speed"),
+    (["--mode", "md5", "--apis", "200000"], "speed"),
     (["--mode", "statistics", "--apis", "200000", "--format", "xlsx"], "speed"),
     (["--mode", "tensor", "--apis", "765", "--tensor-elems", "65536"], "tensor"),
     (["--mode", "statistics", "--apis", "1000000", "--repeat", "1"], "scale"),
