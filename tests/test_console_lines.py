@@ -48,3 +48,16 @@ def test_paths_print_as_they_are_not_as_emoji(tmp_path, run_probe):
     assert result.code == 0
     reports = [line for line in result.out.splitlines() if line.startswith(("report: ", "diagnosis: /", "advisor: "))]
     assert len(reports) >= 3 and all("run:smile:" in line for line in reports)
+
+
+def test_console_output_does_not_load_rich_emoji_table(tmp_path):
+    """Nothing a compare prints is read as emoji codes, so rich's table of them (a few ms to import) stays unloaded."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from probe.cli import main; code = main(sys.argv[1:]); "
+            "print('emoji table loaded:', 'rich._emoji_codes' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code, "compare", "-tp", str(NAN / "target/step0"), "-gp",
+                           str(NAN / "golden/step0"), "-o", str(tmp_path)], capture_output=True, text=True, check=True)
+    assert "advisor" in done.stdout and "╭" in done.stdout  # the advisor's panel was drawn
+    assert done.stdout.rstrip().endswith("emoji table loaded: False")

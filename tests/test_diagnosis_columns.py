@@ -51,10 +51,10 @@ def _node(draw: st.DrawFn, order: int, modules: list[str]) -> NodeFacts:
 
 
 @st.composite
-def _rank(draw: st.DrawFn) -> RankFacts:
+def _rank(draw: st.DrawFn, first: int = 0) -> RankFacts:
     modules = ["", "", "Module.a.Linear.forward.0", "Module.b.Block.forward.1", "Module.a.Linear.backward.0"]
     count = draw(st.integers(0, 14))
-    nodes = [draw(_node(i, modules)) for i in range(count)]
+    nodes = [draw(_node(first + i, modules)) for i in range(count)]
     return RankFacts(rank=draw(st.integers(0, 1)), step=draw(st.integers(0, 1)), label="r", nodes=nodes,
                      golden_only=draw(st.integers(0, 1)))
 
@@ -67,6 +67,13 @@ def test_column_wise_diagnosis_writes_the_bytes_of_the_node_by_node_one(ranks: l
     assert found.verdict == plain.verdict
     assert b"".join(found.json_pieces(batch)) == orjson.dumps(plain.to_dict(), option=orjson.OPT_APPEND_NEWLINE)
     assert orjson.dumps(found.to_dict()) == orjson.dumps(plain.to_dict())
+
+
+@settings(max_examples=100, deadline=None)
+@given(ranks=st.lists(_rank(first=(1 << 63) - 7), min_size=1, max_size=3))
+def test_suspects_whose_orders_pass_64_bits_rank_as_sort_key_ranks_them(ranks: list[RankFacts]) -> None:
+    """The ranking sorts the suspects' keys as numpy columns; orders too large for them take ``sorted``."""
+    assert orjson.dumps(diagnose_facts(ranks).to_dict()) == orjson.dumps(plain_diagnose_facts(ranks).to_dict())
 
 
 def test_diagnosis_of_many_ordinary_nodes_equals_the_node_by_node_one() -> None:

@@ -160,6 +160,25 @@ def test_a_failing_prefetch_stops_the_golden_child(tmp_path, monkeypatch) -> Non
     assert cancelled
 
 
+def test_the_registries_of_the_later_stages_fill_while_the_golden_child_works(tmp_path, monkeypatch) -> None:
+    """The plugins of the stages after the wait (modes, mappers, pairers, normalizers) register before the parent
+    waits for the golden index: their imports are not on the critical path."""
+    import probe.runtime as runtime
+    from probe.model import CompareRequest, PairPlan
+    from probe.plugins import Host
+
+    target, golden = _copy_pair(tmp_path)
+    host = Host()
+    filled_at_wait: list[set[str]] = []
+    original = runtime.Task.result
+    monkeypatch.setattr(runtime.Task, "result",
+                        lambda self: (filled_at_wait.append(set(vars(host)) & set(streaming._AFTER_OPEN)),
+                                      original(self))[1])
+    plan = PairPlan("x", target / "dump.json", golden / "dump.json")
+    assert streaming._open(plan, CompareRequest(target, golden), host) is not None
+    assert filled_at_wait == [{"modes", "mappers", "pairers", "normalizers"}]
+
+
 # --------------------------------------------------------------------------------------
 # the golden index sent back from the forked child
 # --------------------------------------------------------------------------------------

@@ -95,7 +95,8 @@ def run_streamed(plan: PairPlan, request: CompareRequest, registries: Registries
 def _open(plan: PairPlan, request: CompareRequest, registries: Registries,
           analyzers: Sequence[Any] = ()) -> tuple[Any, Any] | None:
     """Both dumps indexed (the target here, the golden in a forked child); while the child still
-    works, analyzers with a ``prefetch`` method read ahead what they read beside the target dump."""
+    works, analyzers with a ``prefetch`` method read ahead what they read beside the target dump, and
+    the registries of the stages after it fill (:data:`_AFTER_OPEN`)."""
     readers = (stages.pick_reader(plan.target, registries, plan.reader),
                stages.pick_reader(plan.golden, registries, plan.golden_reader_name))
     if not all(hasattr(r, "stream") for r in readers):
@@ -111,6 +112,8 @@ def _open(plan: PairPlan, request: CompareRequest, registries: Registries,
             for analyzer in analyzers:
                 if hasattr(analyzer, "prefetch"):
                     analyzer.prefetch(plan.target)
+            for kind in _AFTER_OPEN:  # their plugins register now (imports), not after the wait
+                getattr(registries, kind)
     except BaseException:
         side.cancel()
         raise
@@ -124,6 +127,11 @@ def _open(plan: PairPlan, request: CompareRequest, registries: Registries,
     if golden is None or target.has_md5 != golden.dump.has_md5:
         return None
     return target, golden
+
+
+_AFTER_OPEN = ("modes", "mappers", "pairers", "normalizers")
+"""The registries :func:`_stream` asks for once both dumps are indexed: filled while the child indexes the golden
+dump."""
 
 
 def _indexed_golden(reader: Any, path: Any) -> GoldenIndex | None:

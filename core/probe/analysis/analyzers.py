@@ -290,7 +290,9 @@ class AdvisorAnalyzer:
             if len(failing) > 1:
                 body.append(f"\n{len(failing) - 1} more rank(s) fail as well; see the advisor file", style="dim")
             red = first.failing or suspected
-            out.print(Panel(body, title=title, title_align="left", border_style="red" if red else "yellow"))
+            # the title as text, not markup: a ``[...]`` or ``:name:`` in a folder name stays as it is (and rich's
+            # table of emoji codes is not loaded for it)
+            out.print(Panel(body, title=Text(title), title_align="left", border_style="red" if red else "yellow"))
         for path in written:
             out.print(f"advisor: {path}")
         return Analysis(self.name, written, out, data)

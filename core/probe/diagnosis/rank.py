@@ -32,7 +32,7 @@ from probe.diagnosis.report import (
 )
 from probe.diagnosis.rules import (
     BY_ARGUMENT, BY_LEAF, BY_NAN_INPUT, BY_NAN_SOURCE, BY_OUTPUT, BY_PARAMETER, BY_REDUCTION, BY_STRUCTURE, EXCESS,
-    EXCESS_BACKWARD, EXCESS_REDUCED, MAX_SCORE, RULE_KIND, forward_of,
+    EXCESS_BACKWARD, EXCESS_REDUCED, MAX_SCORE, NO_RULE, RULE_KIND, forward_of,
 )
 
 if TYPE_CHECKING:
@@ -61,7 +61,8 @@ def _suspects(view: RankView, found: list[int]) -> list[Suspect]:
     count = len(found)
     rules = view.rules[found]
     scores, in_effs, floors = view.scores[found], view.in_eff[found].tolist(), view.floors[found].tolist()
-    entries, orders = (_picked(values, found) for values in (view.entries, view.orders))
+    entries = _picked(view.entries, found)
+    orders = found if view.orders == range(len(view.orders)) else _picked(view.orders, found)
     dtypes = view.values("dtype", found)
     evidence = [""] * count
     for rule in dict.fromkeys(rules.tolist()):
@@ -155,12 +156,50 @@ def sort_key(suspect: Suspect) -> tuple[Any, ...]:
             KIND_TIER.get(suspect.kind, 9), suspect.rank)
 
 
+_STRUCTURE_OF = [RULE_KIND.get(rule) == STRUCTURE for rule in range(NO_RULE, BY_REDUCTION + 1)]
+_TIER_OF = [KIND_TIER.get(RULE_KIND.get(rule), 9) for rule in range(NO_RULE, BY_REDUCTION + 1)]
+"""Whether the suspects of each rule (at ``rule + 1``) are structure ones, and their kind's tier (as :func:`sort_key`
+has them)."""
+
+
+def _sort_columns(view: RankView, found: list[int]) -> Any:
+    """:func:`sort_key` of the suspects of ``view`` at ``found``, field by field: a 6-row int64 array (``None`` when a
+    number does not fit in 64 bits)."""
+    import numpy as np  # not at start-up
+
+    rules = view.rules[found] + 1
+    orders = view.orders
+    try:
+        columns = np.empty((6, len(found)), np.int64)
+        columns[0] = view.facts.step
+        columns[1] = view.backward[found]  # direction != "forward"
+        columns[2] = np.take(_STRUCTURE_OF, rules)
+        columns[3] = found if orders == range(len(orders)) else np.fromiter(map(orders.__getitem__, found),
+                                                                            np.int64, len(found))
+        columns[4] = np.take(_TIER_OF, rules)
+        columns[5] = view.facts.rank
+    except OverflowError:
+        return None
+    return columns
+
+
+def _ranking(keys: list[Any], suspects: list[Suspect]) -> list[int]:
+    """The positions of ``suspects`` in :func:`sort_key` order, stable as ``sorted`` is: one numpy ``lexsort`` over
+    ``keys`` (each view's :func:`_sort_columns`), or ``sorted`` when a key did not fit."""
+    import numpy as np  # not at start-up
+
+    if not suspects or any(key is None for key in keys):
+        return sorted(range(len(suspects)), key=lambda k: sort_key(suspects[k]))  # stable, as sort() is
+    return np.lexsort(np.concatenate(keys, axis=1)[::-1]).tolist()  # the last row is the first field
+
+
 def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
     """The diagnosis over every rank and step of a compare."""
     suspects: list[Suspect] = []
     series: list[dict[str, Any]] = []
     views: list[RankView] = []
     founds: list[list[int]] = []
+    keys: list[Any] = []
     identical = True
     floor_stats: dict[str, dict[str, Any]] = {}
     import numpy as np  # not at start-up
@@ -175,6 +214,7 @@ def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
             entries = view.entries
             found = [i for i in found if entries[i] not in explained]
         suspects += _suspects(view, found)
+        keys.append(_sort_columns(view, found))
         founds.append(found)
         if facts.golden_only or not view.exact.all() or view.unmatched():
             identical = False
@@ -189,7 +229,7 @@ def diagnose_facts(ranks: Sequence[RankFacts]) -> Diagnosis:
                 entry["max_error_within_floor"] = error
         series.append(_series(view))
         views.append(view)
-    ranking = sorted(range(len(suspects)), key=lambda k: sort_key(suspects[k]))  # stable, as sort() is
+    ranking = _ranking(keys, suspects)
     suspects = [suspects[k] for k in ranking]
     _mark_suspects(series, views, founds, ranking)
     for dtype, entry in floor_stats.items():
