@@ -19,7 +19,7 @@ from typing import Any, overload
 
 from probe.errors import InputError
 from probe.jsonio import (ENTRY_START, HEAD_BYTES, MAX_JSON_BYTES, MAX_WHOLE_JSON_BYTES, cuts, member_span, open_regular,
-                          parse_piece, parse_run)
+                          parse_piece, run_text)
 
 _ENTRY = re.compile(rb'\n  "([^"\\\n]*)": ')
 """The start of an entry: a name without escapes at indentation two (an escaped name is not
@@ -135,10 +135,12 @@ class MemberIndex:
         stop = self.starts[hi] if hi < len(self.starts) else self.end
         if stop - self.starts[lo] > MAX_WHOLE_JSON_BYTES:
             return None  # the whole read refuses it, naming the file
-        part = parse_run(self.raw, self.starts[lo], stop, hi < len(self.starts))
+        text = run_text(self.raw, self.starts[lo], stop, hi < len(self.starts))
         release(self.raw, self.starts[lo], stop)
+        part = None if text is None else parse_piece(text)
+        del text
         names = self.names[lo:hi]
-        if part is None or len(part) != hi - lo or list(part) != names:
+        if not isinstance(part, dict) or len(part) != hi - lo or list(part) != names:
             return None
         # the index's own name strings, so that what is kept per entry shares them
         return list(zip(names, part.values()))
