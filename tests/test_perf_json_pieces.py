@@ -155,7 +155,8 @@ from probe import memberindex  # noqa: E402
 _SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 _NAME = st.text(st.characters(blacklist_categories=("Cs",)), max_size=8)
 _VALUE = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=6),
-                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_NAME, inner, max_size=3), max_leaves=6)
+                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_NAME, inner, max_size=3),
+                      max_leaves=6)
 _BYTES = [b",", b"}", b"{", b"\n", b" ", b"\x0b", b"\x0c", b'"', b"]", b"x", b"\t", b"", b'\n  "', b"\n }", b"NaN",
           b"\x00", b",\n", b"\xef\xbb\xbf"]
 _EDITS = st.lists(st.tuples(st.integers(0, 1 << 16), st.sampled_from(_BYTES)), max_size=2)
@@ -260,7 +261,8 @@ def test_a_name_repeated_in_a_later_piece_is_an_error_naming_it(tmp_path: Path, 
     assert _entries(path)[1] == list(read_json(path)["data"].items())
 
 
-@pytest.mark.parametrize("change", [(b"\n }\n}", b",\n }\n}"), (b'},\n  "Functional.relu.3', b'}\n  "Functional.relu.3')])
+@pytest.mark.parametrize("change", [(b"\n }\n}", b",\n }\n}"),
+                                    (b'},\n  "Functional.relu.3', b'}\n  "Functional.relu.3')])
 def test_indexed_runs_parse_only_as_slices_of_a_whole_document(tmp_path: Path, change) -> None:
     data = {f"Functional.relu.{i}.forward": _entry(float(i)) for i in range(6)}
     path = _write(tmp_path / "dump.json", data)
@@ -271,3 +273,27 @@ def test_indexed_runs_parse_only_as_slices_of_a_whole_document(tmp_path: Path, c
     assert index is not None and index.parse(0, 6) is None
     with pytest.raises(InputError):
         read_json(path)
+
+
+@pytest.mark.parametrize("text", [
+    b'{,\n "a": 1,\n "b": 2\n}',  # a bare comma first: no whole read takes it
+    b'{\n "a": 1,\x0c\n "b": 2\n}',  # a form feed is no JSON blank
+    b'{\n "a": 1\n "b": 2\n}',  # a comma missing between members
+    b'{\n "a": 1,\n "b": 2,\n}',  # a comma after the last member
+    b'{\n "a": 1,\n "a": 2,\n "b": 3\n}',  # a repeated name: the first place, the last value
+    b'{\n "a": NaN,\n "b": 2\n}  \n',
+    b' \n {\n "a": [1,\n 2],\n "b": {\n "c": 1}\n}',  # members at the same indentation inside values
+])
+@pytest.mark.parametrize("piece", [1, 4, 1 << 20])
+def test_an_object_read_in_runs_takes_only_what_a_whole_read_takes(tmp_path: Path, text: bytes, piece: int) -> None:
+    path = tmp_path / "object.json"
+    path.write_bytes(text)
+    try:
+        whole = read_json(path)
+    except InputError as exc:
+        with pytest.raises(InputError, match="is not valid JSON"):
+            jsonio.read_json_object(path, piece)
+        assert "is not valid JSON" in str(exc)
+        return
+    assert repr(jsonio.read_json_object(path, piece)) == repr(whole)
+    assert list(jsonio.read_json_object(path, piece)) == list(whole)

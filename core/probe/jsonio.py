@@ -321,13 +321,15 @@ def object_parts(path: Path, piece: int = CHUNK_BYTES) -> Iterator[dict[str, Any
     what :func:`read_json` gives. This needs the layout ``json.dump(..., indent=1)`` writes: each
     member starts a line ``\n "``. Iterating raises :class:`MemberMisplaced` when the text is laid out
     otherwise, does not parse piece by piece, is empty or larger than :func:`read_json` parses (then
-    :func:`read_json` decides), :class:`InputError` when the file is not a regular file."""
+    :func:`read_json` decides), :class:`InputError` when the file is not a regular file or cannot be read."""
     fd, info = open_regular_stat(path, "JSON file")
     try:
         if info.st_size > MAX_WHOLE_JSON_BYTES:
             raise MemberMisplaced(str(path))
         with open(fd, "rb", buffering=0, closefd=False) as handle:
             yield from _object_runs(handle, piece, path)
+    except OSError as exc:
+        raise InputError(f"cannot be read ({exc.strerror})", path) from None
     finally:
         os.close(fd)
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, overload
 
 from probe.errors import InputError
-from probe.jsonio import (ENTRY_START, HEAD_BYTES, MAX_JSON_BYTES, MAX_WHOLE_JSON_BYTES, cuts, member_span, open_regular,
-                          parse_piece, run_text)
+from probe.jsonio import (ENTRY_START, HEAD_BYTES, MAX_JSON_BYTES, MAX_WHOLE_JSON_BYTES, cuts, member_span,
+                          open_regular, parse_piece, run_text)
 
 _ENTRY = re.compile(rb'\n  "([^"\\\n]*)": ')
 """The start of an entry: a name without escapes at indentation two (an escaped name is not
