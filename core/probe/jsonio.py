@@ -149,14 +149,84 @@ def _read_bytes(path: Path) -> bytes | mmap.mmap:
 HEAD_BYTES = 1 << 20
 """The member read piece by piece must open within this many bytes (msProbe writes it last)."""
 CHUNK_BYTES = 256 << 10
-"""Size of the pieces :func:`read_json_member` parses one at a time. Small pieces keep each
-parsed tree in the CPU caches while it is turned into rows (0.64 s instead of 0.78 s for a
-43 MB dump.json with 8 MB pieces) and little memory is held by trees at any time."""
+"""Size of the pieces :func:`read_json_member` and :func:`object_parts` parse one at a time. Small
+pieces keep each parsed tree in the CPU caches while it is turned into rows (0.64 s instead of
+0.78 s for a 43 MB dump.json with 8 MB pieces) and little memory is held by trees at any time."""
+MEMBER_START = b'\n "'
+"""Where a member of a top-level object starts in the ``indent=1`` layout ``json.dump`` writes."""
+ENTRY_START = b'\n  "'
+"""Where a member of a top-level object's member (an entry of dump.json's ``data``) starts."""
+_BLANKS = b" \t\n\r"
+"""JSON's whitespace (``bytes.strip`` would also take vertical tabs and form feeds)."""
+_NONBLANK = re.compile(rb"[^ \t\n\r]")
+
+
+def cuts(raw: Any, begin: int, end: int, marker: bytes, size: int) -> Iterator[tuple[int, int]]:
+    """Consecutive spans ``(start, stop)`` that cover ``raw[begin:end]``, each cut just before a
+    ``marker``: the last one that keeps the span within ``size`` bytes, or the first after that
+    when a member is longer; the last span ends at ``end``.
+
+    In the ``indent=1`` layout, with the marker that starts a member at the object's indentation
+    (:data:`MEMBER_START`, :data:`ENTRY_START`), each span is a run of whole members: JSON text holds
+    no raw newline inside a string, so the marker occurs nowhere else. :func:`parse_run` parses one.
+    """
+    reach = len(marker)
+    while end - begin > size:
+        cut = raw.rfind(marker, begin + 1, min(begin + size + reach, end))
+        if cut < 0:
+            cut = raw.find(marker, begin + size, end)
+            if cut < 0:
+                break
+        yield begin, cut
+        begin = cut
+    yield begin, end
+
+
+def parse_run(raw: Any, start: int, stop: int, comma: bool) -> dict[str, Any] | None:
+    """The members in ``raw[start:stop]`` (a span of :func:`cuts`) parsed as one object, in file order
+    (:func:`run_text`); ``None`` when they do not parse so."""
+    text = run_text(raw, start, stop, comma)
+    part = None if text is None else parse_piece(text)
+    return part if isinstance(part, dict) else None
+
+
+def run_text(raw: Any, start: int, stop: int, comma: bool) -> bytes | None:
+    """The members in ``raw[start:stop]`` (a span of :func:`cuts`) as the text of one object, copied once.
+
+    ``comma``: more members follow the span, so it ends with a comma (then JSON blanks). ``None`` when
+    the text is anything else (another layout, a comma without a member before it); bad JSON is left to
+    the parser. A caller that cannot take a run reads the whole file, so every run it takes is a slice
+    of a document that parses whole.
+    """
+    while stop > start and raw[stop - 1] in _BLANKS:
+        stop -= 1
+    if comma:
+        if stop <= start or raw[stop - 1] != 0x2C:  # ","
+            return None
+        stop -= 1
+        if _NONBLANK.search(raw, start, stop) is None:  # "{," does not parse whole
+            return None
+    return b"".join((b"{", memoryview(raw)[start:stop], b"}"))
+
+
+def parse_piece(piece: bytes) -> Any:
+    """A piece of JSON text parsed (``NaN``/``Infinity`` tokens too); ``None`` when it does not parse.
+
+    The standard parser, for the tokens orjson refuses, reads the text as UTF-8 (given bytes, it
+    would guess UTF-16 or UTF-32 from null bytes), as it reads a whole file that opens with ``{``."""
+    try:
+        return orjson.loads(piece)
+    except orjson.JSONDecodeError:
+        try:  # NaN/Infinity tokens: the standard parser reads them
+            return json.loads(piece.decode("utf-8", "surrogatepass"))
+        except (ValueError, RecursionError):
+            return None
 
 
 class MemberMisplaced(Exception):
-    """Iterating a member read with ``exact=False`` found that the member does not close at
-    the file's last ``\n }``: read it again with ``exact=True`` (see :func:`read_json_member`)."""
+    """The text is not laid out as a piece-by-piece read needs (see :func:`object_parts`), or iterating
+    a member read with ``exact=False`` found that the member does not close at the file's last
+    ``\n }`` (see :func:`read_json_member`): read the file otherwise."""
 
 
 def read_json_member(path: Path, key: str, exact: bool = True) -> tuple[Any, Iterator[tuple[str, Any]] | None]:
@@ -164,15 +234,17 @@ def read_json_member(path: Path, key: str, exact: bool = True) -> tuple[Any, Ite
 
     Returns the document with ``key`` mapped to an empty object, and an iterator over the
     member's ``(name, value)`` pairs in file order that parses about :data:`CHUNK_BYTES`
-    at a time, so the parsed tree of the whole member never exists at once (for a 175 MB
-    dump.json that tree is several hundred MB). This needs the layout ``json.dump(...,
-    indent=1)`` writes, as msProbe's dumper does: the member opens with ``\n "key": {``,
-    each of its names starts a line indented by two spaces and it closes with ``\n }``.
-    JSON text holds no raw newline inside a string, so those markers are unambiguous.
+    at a time (:func:`cuts`, :func:`parse_run`), so the parsed tree of the whole member never
+    exists at once (for a 175 MB dump.json that tree is several hundred MB). This needs the
+    layout ``json.dump(..., indent=1)`` writes, as msProbe's dumper does: the member opens with
+    ``\n "key": {``, each of its names starts a line indented by two spaces and it closes
+    with ``\n }``. JSON text holds no raw newline inside a string, so those markers are unambiguous.
 
     For any other layout, the iterator is ``None`` and the document is parsed whole, as
     :func:`read_json` does. If a piece turns out not to parse, the whole file is parsed
-    after all (reporting the error, or continuing with the remaining names).
+    after all (reporting the error, or continuing with the remaining names). A name that
+    a later piece repeats (a whole read would keep it once, with its last value, at its
+    first place) is an :class:`InputError`.
 
     ``exact=False`` takes the member to close at the file's *last* ``\n }`` (it is the last
     member, as msProbe writes it) instead of scanning the whole file for the first one. Every
@@ -181,18 +253,17 @@ def read_json_member(path: Path, key: str, exact: bool = True) -> tuple[Any, Ite
     iterating raises :class:`MemberMisplaced`, and the caller reads again with ``exact=True``.
     """
     raw = _read_bytes(path)
-    spans = _member_pieces(raw, key, exact)
-    if spans is not None:
-        head_end, tail_start, pieces = spans
+    span = member_span(raw, key, not exact)
+    if span is not None:
+        body, end = span
         try:
-            doc = orjson.loads(raw[:head_end] + raw[tail_start:])  # the member left empty
+            doc = orjson.loads(raw[:body] + raw[end:])  # the member left empty
         except orjson.JSONDecodeError:
             doc = None
         if isinstance(doc, dict) and doc.get(key) == {}:
             if exact:
-                _release(raw, 0, len(raw))  # finding the pieces read every page
-            check = None if exact else (head_end, tail_start)
-            return doc, _member_entries(raw, pieces, path, key, check)
+                _release(raw, 0, len(raw))  # finding the member's end read every page
+            return doc, _member_entries(raw, body, end, path, key, exact)
     return parse_json(raw, path), None
 
 
@@ -207,92 +278,101 @@ def member_span(raw: bytes | mmap.mmap, key: str, last: bool = False) -> tuple[i
         return None
     body = start + len(marker)
     end = raw.rfind(b"\n }", body) if last else raw.find(b"\n }", body)
-    if end < 0 or raw[body : body + 4] != b'\n  "':  # an empty member is not worth it
+    if end < 0 or raw[body : body + 4] != ENTRY_START:  # an empty member is not worth it
         return None
     return body, end
 
 
-def _member_pieces(raw: bytes, key: str, exact: bool = True) -> tuple[int, int, list[tuple[int, int]]] | None:
-    """Where the member ``key`` of an ``indent=1`` file opens and closes, and its pieces.
-
-    Returns ``(end of the opening brace, start of the closing brace, [(start, stop)...])``;
-    each piece is a run of whole ``"name": value`` members. ``None`` for another layout.
-    """
-    span = member_span(raw, key, not exact)
-    if span is None:
-        return None
-    body, end = span
-    pieces: list[tuple[int, int]] = []
-    begin = body
-    while end - begin > CHUNK_BYTES:
-        cut = raw.find(b'\n  "', begin + CHUNK_BYTES, end)
-        if cut < 0:
-            break
-        pieces.append((begin, cut))
-        begin = cut
-    pieces.append((begin, end))
-    return body, end, pieces
-
-
-def parse_piece(piece: bytes) -> Any:
-    """A piece of JSON text parsed (``NaN``/``Infinity`` tokens too); ``None`` when it does not parse."""
-    try:
-        return orjson.loads(piece)
-    except orjson.JSONDecodeError:
-        try:  # NaN/Infinity tokens: the standard parser reads them
-            return json.loads(piece)
-        except (ValueError, RecursionError):
-            return None
+def _member_entries(raw: bytes | mmap.mmap, body: int, end: int, path: Path, key: str,
+                    exact: bool) -> Iterator[tuple[str, Any]]:
+    """Yield the entries of the member ``raw[body:end]`` piece by piece (see :func:`read_json_member`)."""
+    taken = released = 0
+    seen: set[str] = set()
+    for begin, stop in cuts(raw, body, end, ENTRY_START, CHUNK_BYTES):
+        released = _release(raw, released, begin)
+        if stop - begin > MAX_WHOLE_JSON_BYTES:
+            raise InputError(f"has an entry too large to parse ({_size(stop - begin)} from byte {begin})", path)
+        part = parse_run(raw, begin, stop, stop < end)
+        if part is None:
+            if not exact and raw.find(b"\n }", body) != end:
+                raise MemberMisplaced(str(path))
+            # NaN tokens or an unusual layout: parse everything and go on after the
+            # entries already given (a real syntax error is reported by parse_json)
+            doc = parse_json(raw, path)
+            member = doc.get(key) if isinstance(doc, dict) else None
+            if not isinstance(member, dict):
+                raise InputError(f"is not an msProbe dump ('{key}' is not an object)", path)
+            for name in list(member)[taken:]:
+                yield name, member.pop(name)
+            return
+        if not seen.isdisjoint(part):
+            name = next(name for name in part if name in seen)
+            raise InputError(f"has the entry {name!r} twice in '{key}'", path)
+        seen.update(part)
+        yield from part.items()  # the piece's tree goes as a whole when the next one comes
+        taken += len(part)
 
 
 def object_parts(path: Path, piece: int = CHUNK_BYTES) -> Iterator[dict[str, Any]]:
     """The JSON object file ``path`` as dicts of its consecutive members, in file order, parsed about
-    ``piece`` bytes of text at a time (no copy of the whole file, and each part's objects made while
-    its text is in the CPU caches); merged in order (``dict.update``), they are what :func:`read_json`
-    gives. This needs the layout ``json.dump(..., indent=1)`` writes: each member starts a line
-    ``\n "``. Iterating raises :class:`MemberMisplaced` when the text is laid out otherwise, does
-    not parse piece by piece, is empty or larger than :func:`read_json` parses (then :func:`read_json`
-    decides), :class:`InputError` when the file is not a regular file."""
+    ``piece`` bytes of text at a time (:func:`cuts`, :func:`parse_run` over blocks of
+    :data:`_BLOCK_PIECES` pieces read into one buffer: no copy of the whole file, and each run's
+    objects made while its text is in the CPU caches); merged in order (``dict.update``), they are
+    what :func:`read_json` gives. This needs the layout ``json.dump(..., indent=1)`` writes: each
+    member starts a line ``\n "``. Iterating raises :class:`MemberMisplaced` when the text is laid out
+    otherwise, does not parse piece by piece, is empty or larger than :func:`read_json` parses (then
+    :func:`read_json` decides), :class:`InputError` when the file is not a regular file or cannot be read."""
     fd, info = open_regular_stat(path, "JSON file")
     try:
         if info.st_size > MAX_WHOLE_JSON_BYTES:
             raise MemberMisplaced(str(path))
-        text = bytearray()
-        opened = done = False
-        while not done:
-            searched = max(len(text) - 2, 1)  # a member start may straddle the read
-            chunk = os.read(fd, piece)
-            done = not chunk
-            text += chunk
-            cut = len(text) if done else text.rfind(b'\n "', searched)
-            if cut < 1:
-                if len(text) > _CARRIED * piece:  # one line, or members longer than pieces: read whole
-                    raise MemberMisplaced(str(path))
-                continue
-            body = bytes(text[:cut]).strip(_BLANKS)
-            del text[:cut]
-            if not opened:
-                if not body.startswith(b"{"):
-                    raise MemberMisplaced(str(path))
-                body, opened = body[1:].lstrip(_BLANKS), True
-            if done:
-                if not body.endswith(b"}"):
-                    raise MemberMisplaced(str(path))
-                body = body[:-1]
-            elif not body:  # the first member is longer than a piece: read on
-                continue
-            elif body.endswith(b","):  # members apart from the last end with a comma
-                body = body[:-1]
-            else:
-                raise MemberMisplaced(str(path))
-            part = parse_piece(b"{" + body + b"}")
-            if not isinstance(part, dict):
-                raise MemberMisplaced(str(path))
-            yield part
-        if not opened:  # nothing but blanks
-            raise MemberMisplaced(str(path))
+        with open(fd, "rb", buffering=0, closefd=False) as handle:
+            yield from _object_runs(handle, piece, path)
+    except OSError as exc:
+        raise InputError(f"cannot be read ({exc.strerror})", path) from None
     finally:
         os.close(fd)
+
+
+def _object_runs(handle: Any, piece: int, path: Path) -> Iterator[dict[str, Any]]:
+    """:func:`object_parts` of the file open as ``handle`` (unbuffered)."""
+    block = _BLOCK_PIECES * piece
+    text = bytearray(block + piece)
+    have, begin = 0, -1  # bytes in the buffer; where its members start (-1: before the opening brace)
+    while True:
+        if len(text) < have + block:
+            if have > _CARRIED * piece:  # one line, or members longer than pieces: read whole
+                raise MemberMisplaced(str(path))
+            text.extend(bytes(have + block - len(text)))
+        with memoryview(text) as view:
+            got = handle.readinto(view[have:have + block])
+        have += got
+        end = have
+        if begin < 0:
+            opening = _NONBLANK.search(text, 0, have)
+            if opening is None:
+                if not got:  # nothing but blanks
+                    raise MemberMisplaced(str(path))
+                have = 0
+                continue
+            if text[opening.start()] != 0x7B:  # "{"
+                raise MemberMisplaced(str(path))
+            begin = opening.end()
+        if not got:  # the end: the last member closes with the object's brace
+            end = begin + len(text[begin:have].rstrip(_BLANKS)) - 1
+            if end < begin or text[end] != 0x7D:  # "}"
+                raise MemberMisplaced(str(path))
+        spans = list(cuts(text, begin, end, MEMBER_START, piece))
+        rest = spans.pop()[0] if got else end  # the last span may go on in the next block
+        for start, stop in spans:
+            part = parse_run(text, start, stop, stop < end)
+            if part is None:
+                raise MemberMisplaced(str(path))
+            yield part
+        if not got:
+            return
+        text[:have - rest] = text[rest:have]
+        have, begin = have - rest, 0
 
 
 def read_json_object(path: Path, piece: int = CHUNK_BYTES) -> Any:
@@ -307,42 +387,11 @@ def read_json_object(path: Path, piece: int = CHUNK_BYTES) -> Any:
         return read_json(path)
 
 
+_BLOCK_PIECES = 2
+""":func:`object_parts` reads this many pieces of text at a time into its buffer (construct.json at
+200k APIs: 1, 2 or 4 pieces cost the same, 64 pieces 10 % more)."""
 _CARRIED = 16
 """:func:`object_parts` reads whole a file whose text goes this many pieces without a member starting."""
-_BLANKS = b" \t\n\r"
-"""JSON's whitespace (``bytes.strip`` would also take vertical tabs and form feeds)."""
-
-
-def _member_entries(raw: bytes, pieces: list[tuple[int, int]], path: Path, key: str,
-                    check: tuple[int, int] | None = None) -> Iterator[tuple[str, Any]]:
-    """Yield the member's entries piece by piece (see :func:`read_json_member`); ``check``:
-    ``(body, end)`` of a member taken to close at the last ``\n }``, checked if a piece fails."""
-    taken = 0
-    last = len(pieces) - 1
-    released = 0
-    for index, (begin, stop) in enumerate(pieces):
-        released = _release(raw, released, begin)
-        if stop - begin > MAX_WHOLE_JSON_BYTES:
-            raise InputError(f"has an entry too large to parse ({_size(stop - begin)} from byte {begin})", path)
-        text = raw[begin:stop].rstrip()
-        part = None
-        if index == last or text.endswith(b","):  # each piece but the last ends with a comma
-            part = parse_piece(b"{" + (text if index == last else text[:-1]) + b"}")
-        if not isinstance(part, dict):
-            if check is not None and raw.find(b"\n }", check[0]) != check[1]:
-                raise MemberMisplaced(str(path))
-            # NaN tokens or an unusual layout: parse everything and go on after the
-            # entries already given (a real syntax error is reported by parse_json)
-            doc = parse_json(raw, path)
-            member = doc.get(key) if isinstance(doc, dict) else None
-            if not isinstance(member, dict):
-                raise InputError(f"is not an msProbe dump ('{key}' is not an object)", path)
-            for name in list(member)[taken:]:
-                yield name, member.pop(name)
-            return
-        del text
-        yield from part.items()  # the piece's tree goes as a whole when the next one comes
-        taken += len(part)
 
 
 _PAGE = mmap.PAGESIZE

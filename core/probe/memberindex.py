@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, overload
 
 from probe.errors import InputError
-from probe.jsonio import HEAD_BYTES, MAX_JSON_BYTES, MAX_WHOLE_JSON_BYTES, member_span, open_regular, parse_piece
+from probe.jsonio import (ENTRY_START, HEAD_BYTES, MAX_JSON_BYTES, MAX_WHOLE_JSON_BYTES, cuts, member_span,
+                          open_regular, parse_piece, run_text)
 
 _ENTRY = re.compile(rb'\n  "([^"\\\n]*)": ')
 """The start of an entry: a name without escapes at indentation two (an escaped name is not
@@ -134,11 +135,10 @@ class MemberIndex:
         stop = self.starts[hi] if hi < len(self.starts) else self.end
         if stop - self.starts[lo] > MAX_WHOLE_JSON_BYTES:
             return None  # the whole read refuses it, naming the file
-        text = self.raw[self.starts[lo]:stop].rstrip()
+        text = run_text(self.raw, self.starts[lo], stop, hi < len(self.starts))
         release(self.raw, self.starts[lo], stop)
-        if text.endswith(b","):
-            text = text[:-1]
-        part = parse_piece(b"{" + text + b"}")
+        part = None if text is None else parse_piece(text)
+        del text
         names = self.names[lo:hi]
         if not isinstance(part, dict) or len(part) != hi - lo or list(part) != names:
             return None
@@ -208,15 +208,11 @@ def index_member(path: Path, key: str) -> MemberIndex | None:
     body, end = span
     names: list[str] = []
     starts = array("q")
-    begin = body
     try:
-        while begin < end:
-            stop = raw.find(b'\n  "', begin + SCAN_BYTES, end) if end - begin > SCAN_BYTES else end
-            stop = end if stop < 0 else stop
+        for begin, stop in cuts(raw, body, end, ENTRY_START, SCAN_BYTES):
             for lo in range(begin, stop, BLOCK_BYTES):
                 _scan(raw, lo, min(lo + BLOCK_BYTES, stop), stop, names, starts)
             release(raw, begin, stop)
-            begin = stop
     except UnicodeDecodeError:
         return None
     if not starts or starts[0] != body or len(set(names)) != len(names):
