@@ -80,15 +80,15 @@ def _flatten(entries: list[tuple[str, Any]], debug: bool, limit: int | None = No
 
 def _plain_flatten(entries: list[tuple[str, Any]], debug: bool, limit: int | None = None) -> Any:
     """Flatten with every fast path off (the general walk), keys given by :func:`assign_keys`."""
-    def plain_list_rows(items, prefix, entry, state, out, indexed, renamed):
-        start = len(out)
-        flatten._walk(items, prefix, entry, state, out, 1, indexed)
-        for row in out[start:]:
-            row.key = row.name  # keyed below, as a whole
+    def plain_section_rows(entry, body, plan, out, renamed):
+        for section, state, tail, indexed in plan:
+            items = body[section]
+            if items or not indexed:  # a forward entry's empty or null section has no rows
+                flatten._walk(items, entry + tail, entry, state, out, 1, indexed)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(flatten, "_tensor_row", lambda *args: False)
-        patch.setattr(flatten, "_list_rows", plain_list_rows)
+        patch.setattr(flatten, "_section_rows", plain_section_rows)
         patch.setattr(flatten, "_rekey", lambda *args: None)
         try:
             rows, skipped, count = flatten.flatten_entries(entries, debug=debug, max_rows=limit)

@@ -28,8 +28,8 @@ ENTRY_SECTIONS: tuple[tuple[str, str, str], ...] = (
     ("output", "output", "output"),
 )
 
-_SECTIONS = tuple((key, state, f".{prefix}") for key, state, prefix in ENTRY_SECTIONS)
-""":data:`ENTRY_SECTIONS` with the row-name tails of the sections (``.input``...)."""
+_SECTIONS = tuple((key, state, f".{prefix}", True) for key, state, prefix in ENTRY_SECTIONS)
+""":data:`ENTRY_SECTIONS` with the row-name tails of the sections (``.input``...), their items indexed."""
 
 COMM_SCALAR_NAMES = frozenset({"src", "dst", "group_src", "group_dst"})
 NO_STATS = (None, None, None, None)
@@ -273,15 +273,7 @@ def _entry_rows(name: str, body: Any, kind: str, out: RowList, renamed: str | No
         return
     if kind == "parameters_grad":
         if isinstance(body, dict):
-            for key, item in body.items():
-                path = f"{name}.{key}"
-                if item.__class__ is list:
-                    _list_rows(item, path, name, "parameters_grad", out, False, renamed)
-                else:
-                    start = len(out)
-                    _walk(item, path, name, "parameters_grad", out, 1, list_index=False)
-                    if renamed is not None:
-                        _rekey(out, start, name, renamed)
+            _section_rows(name, body, tuple((key, kind, f".{key}", False) for key in body), out, renamed)
         return
     if not isinstance(body, dict):
         raise InputError(f"entry {name} is not a JSON object")
@@ -289,23 +281,13 @@ def _entry_rows(name: str, body: Any, kind: str, out: RowList, renamed: str | No
     plan = _PLANS.get(keys)
     if plan is None:
         plan = _plan(keys)
-    for key, state, tail in plan:
-        section = body[key]
-        if not section:  # null, {} or []: no rows
-            continue
-        if section.__class__ is list:
-            _list_rows(section, name + tail, name, state, out, True, renamed)
-        else:
-            start = len(out)
-            _walk(section, name + tail, name, state, out, 1)
-            if renamed is not None:
-                _rekey(out, start, name, renamed)
+    _section_rows(name, body, plan, out, renamed)
 
 
-_PLANS: dict[tuple[str, ...], tuple[tuple[str, str, str], ...]] = {}
+_PLANS: dict[tuple[str, ...], tuple[tuple[str, str, str, bool], ...]] = {}
 
 
-def _plan(keys: tuple[str, ...]) -> tuple[tuple[str, str, str], ...]:
+def _plan(keys: tuple[str, ...]) -> tuple[tuple[str, str, str, bool], ...]:
     """The :data:`_SECTIONS` among an entry's ``keys``, in their order (kept for the next entry with these
     keys when they are few: a hostile dump's thousands of layouts or keys are not kept)."""
     plan = tuple(section for section in _SECTIONS if section[0] in keys)
@@ -335,14 +317,16 @@ _OTHER_LEAVES = frozenset({TORCH_SIZE, "slice", "ellipsis", PROCESS_GROUP})
 """Leaf types with cells of their own (see :func:`leaf_row`); other typed values are scalars."""
 
 
-def _list_rows(items: list[Any], prefix: str, entry: str, state: str, out: RowList, indexed: bool,
-               renamed: str | None) -> None:
-    """The rows of a list at depth 1 (an entry's ``input_args``/``output``..., or a parameter
-    gradient's list), as :func:`_walk` gives them, with the common leaves made right here;
-    keyed by ``renamed`` (see :func:`_entry_rows`).
+def _section_rows(entry: str, body: dict[str, Any], plan: tuple[tuple[str, str, str, bool], ...], out: RowList,
+                  renamed: str | None) -> None:
+    """The rows of an entry's sections ``plan`` (``(key, state, name tail, indexed)`` of each), as
+    :func:`_walk` gives them, with the common leaves of list sections made right here; keyed by
+    ``renamed`` (see :func:`_entry_rows`).
 
-    ``indexed``: items are named ``prefix.<index>`` (else all ``prefix``). A plain tensor leaf
-    (exactly the keys type, dtype, shape, Max, Min, Mean, Norm, requires_grad, and md5 in md5
+    A section that is not a list goes through :func:`_walk` (a falsy one only when not
+    ``indexed``: a parameter gradient's ``null`` is a row, a forward entry's ``null`` section none).
+    ``indexed``: list items are named ``<entry><tail>.<index>`` (else all ``<entry><tail>``). A plain
+    tensor leaf (exactly the keys type, dtype, shape, Max, Min, Mean, Norm, requires_grad, and md5 in md5
     dumps; text type and dtype, int dims, a bool or null flag) takes its cells from
     :data:`_CELLS`; a ``null`` and a plain scalar (``{"type": ..., "value": ...}``) make their
     rows here; anything else goes through :func:`_tensor_row` / :func:`_walk`.
@@ -350,65 +334,77 @@ def _list_rows(items: list[Any], prefix: str, entry: str, state: str, out: RowLi
     append = out.append
     limit = out.limit
     cells_of = _CELLS.get
-    name = prefix
-    key_prefix = None if renamed is None else renamed + prefix[len(entry):]
-    key = None
-    for index, value in enumerate(items):
-        if len(out) >= limit:
-            _too_many(out, entry)
-        if indexed:
-            tail = _INDEX[index] if index < 64 else f".{index}"
-            name = prefix + tail
-            if key_prefix is not None:
-                key = key_prefix + tail
-        elif key_prefix is not None:
-            key = key_prefix
-        if value is None:
-            append(Row(name, entry, state, NA, NA, NO_STATS, NA, None, "-1", None, key))
+    for section, state, tail, indexed in plan:
+        items = body[section]
+        if items.__class__ is not list:
+            if items or not indexed:
+                start = len(out)
+                _walk(items, entry + tail, entry, state, out, 1, indexed)
+                if renamed is not None:
+                    _rekey(out, start, entry, renamed)
             continue
-        if value.__class__ is dict:
-            size = len(value)
-            if size == 8 or size == 9:  # nine: with an "md5" (md5 dumps)
-                try:
-                    kind = value["type"]
-                    dtype = value["dtype"]
-                    shape = value["shape"]
-                    rg = value["requires_grad"]
-                    stats = (value["Max"], value["Min"], value["Mean"], value["Norm"])
-                    md5 = value["md5"] if size == 9 else None
-                except KeyError:
-                    pass
-                else:
-                    if (kind.__class__ is str and dtype.__class__ is str and shape.__class__ is list
-                            and (rg is True or rg is False or rg is None)):
-                        for dim in shape:
-                            if dim.__class__ is not int:
-                                break
-                        else:
-                            cells = cells_of((dtype, rg, tuple(shape))) or _plain_cells(dtype, rg, shape)
-                            if size == 9:
-                                out.has_md5 = True
-                                if not md5:
-                                    md5 = EMPTY_MD5
-                            append(Row(name, entry, state, cells[0], cells[1], stats, cells[2], md5, "-1", None, key))
+        if not items:
+            continue
+        prefix = name = entry + tail
+        key_prefix = None if renamed is None else renamed + tail
+        key = key_prefix
+        guard = len(out) + len(items) > limit  # else every item making one row stays within the limit
+        for index, value in enumerate(items):
+            if guard and len(out) >= limit:
+                _too_many(out, entry)
+            if indexed:
+                dot = _INDEX[index] if index < 64 else f".{index}"
+                name = prefix + dot
+                if key_prefix is not None:
+                    key = key_prefix + dot
+            if value is None:
+                append(Row(name, entry, state, NA, NA, NO_STATS, NA, None, "-1", None, key))
+                continue
+            if value.__class__ is dict:
+                size = len(value)
+                if size == 8 or size == 9:  # nine: with an "md5" (md5 dumps)
+                    try:
+                        kind = value["type"]
+                        dtype = value["dtype"]
+                        shape = value["shape"]
+                        rg = value["requires_grad"]
+                        stats = (value["Max"], value["Min"], value["Mean"], value["Norm"])
+                        md5 = value["md5"] if size == 9 else None
+                    except KeyError:
+                        pass
+                    else:
+                        if (kind.__class__ is str and dtype.__class__ is str and shape.__class__ is list
+                                and (rg is True or rg is False or rg is None)):
+                            for dim in shape:
+                                if dim.__class__ is not int:
+                                    break
+                            else:
+                                cells = cells_of((dtype, rg, tuple(shape))) or _plain_cells(dtype, rg, shape)
+                                if size == 9:
+                                    out.has_md5 = True
+                                    if not md5:
+                                        md5 = EMPTY_MD5
+                                append(Row(name, entry, state, cells[0], cells[1], stats, cells[2], md5, "-1", None,
+                                           key))
+                                continue
+                elif size == 2:  # a scalar: {"type": ..., "value": ...}
+                    try:
+                        kind = value["type"]
+                        scalar = value["value"]
+                    except KeyError:
+                        pass
+                    else:
+                        if (kind.__class__ is str and kind not in _OTHER_LEAVES
+                                and (indexed or name.rpartition(".")[2] not in COMM_SCALAR_NAMES)):
+                            dtype, stats, checksum = _scalar_cells(scalar)
+                            append(Row(name, entry, state, dtype, "[]", stats, NA, checksum, "-1", None, key))
                             continue
-            elif size == 2:  # a scalar: {"type": ..., "value": ...}
-                try:
-                    kind = value["type"]
-                    scalar = value["value"]
-                except KeyError:
-                    pass
-                else:
-                    if (kind.__class__ is str and kind not in _OTHER_LEAVES
-                            and (indexed or name.rpartition(".")[2] not in COMM_SCALAR_NAMES)):
-                        dtype, stats, checksum = _scalar_cells(scalar)
-                        append(Row(name, entry, state, dtype, "[]", stats, NA, checksum, "-1", None, key))
-                        continue
-        start = len(out)
-        if value.__class__ is not dict or "dtype" not in value or not _tensor_row(name, entry, state, value, out):
-            _walk(value, name, entry, state, out, 2, indexed)
-        if renamed is not None:
-            _rekey(out, start, entry, renamed)
+            start = len(out)
+            if value.__class__ is not dict or "dtype" not in value or not _tensor_row(name, entry, state, value, out):
+                _walk(value, name, entry, state, out, 2, indexed)
+            if renamed is not None:
+                _rekey(out, start, entry, renamed)
+            guard = len(out) + len(items) - index - 1 > limit  # the item made any number of rows
 
 
 def _plain_cells(dtype: str, rg: bool | None, shape: list[int]) -> tuple[str, str, str]:
