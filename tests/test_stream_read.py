@@ -242,6 +242,25 @@ def test_a_golden_index_from_a_child_reads_the_rows_of_its_entries(tmp_path) -> 
     assert again.renames(ordinals) == index.renames(ordinals)
 
 
+_BACKWARD = ["Functional.relu.0.backward", "Functional.relu.1.backward", "Functional.relu.4.backward",
+             "Module.m.L.backward.0", "Module.m.L.backward.2", "Torch.add.0.forward", "Module.m.L.forward.1"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(names=st.lists(st.sampled_from(_BACKWARD), min_size=1, unique=True), data=st.data())
+def test_golden_renames_taken_from_the_target_equal_those_made_afresh(tmp_path, names, data) -> None:
+    entries = [(name, {"output": [{"type": "int", "value": 1}]}) for name in names]
+    _write(tmp_path / "g" / "dump.json", entries)
+    golden = GoldenIndex(MsprobeJsonReader().stream(tmp_path / "g" / "dump.json", with_stack=False))
+    ordinals = sorted(data.draw(st.sets(st.integers(0, len(names) - 1))))
+    target = data.draw(st.lists(st.sampled_from(_BACKWARD), unique=True))  # another order: other numbers
+    numbers: dict[str, int] = {}
+    known = backward_renames(target, {"Functional.relu": data.draw(st.integers(0, 2))}, numbers)
+    assert golden.renames(ordinals, known, numbers) == golden.renames(ordinals)
+    assert golden.renames(ordinals) == {name: backward_renames(names)[name] for name in golden.names_of(ordinals)
+                                        if name in backward_renames(names)}
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sizes=st.lists(st.integers(0, 3), min_size=1, max_size=6), data=st.data())
 def test_golden_marks_are_each_entrys_rows_met_whether_or_not_every_entry_has_rows(tmp_path, sizes, data) -> None:
