@@ -447,8 +447,9 @@ def flatten_entries(
     count = 0
     numbered: dict[str, str] = {}
     counters: dict[str, int] = {}
+    limit = rows.limit
     for name, body in entries:
-        if len(rows) >= rows.limit:
+        if len(rows) >= limit:
             _too_many(rows, name)
         count += 1
         if names is not None:
@@ -461,21 +462,33 @@ def flatten_entries(
             skipped.append(name)
             continue
         if "backward" not in name:
-            _entry_rows(name, body, kind, rows, None)
-            continue
-        if renames is not None:
+            renamed = None
+        elif renames is not None:
             renamed = renames.get(name)
-            _entry_rows(name, body, kind, rows, None if renamed == name else renamed)
+            if renamed == name:
+                renamed = None
+        else:
+            _numbered(name, body, kind, rows, numbered, counters)
             continue
-        # keys renumber backward calls in the order their entries first give rows (assign_keys)
-        renamed = numbered.get(name)
-        found = None if renamed is not None else backward_stem(name)
-        if found is not None:
-            renamed = renumbered(found[0], found[1], counters.get(found[0], 0))
-        start = len(rows)
-        _entry_rows(name, body, kind, rows, None if renamed == name else renamed)
-        if found is not None and len(rows) > start:
-            counters[found[0]] = counters.get(found[0], 0) + 1
-            numbered[name] = renamed
+        if body.__class__ is dict and kind != "parameters_grad":  # most entries: their plan straight away
+            keys = tuple(body)
+            _section_rows(name, body, _PLANS.get(keys) or _plan(keys), rows, renamed)
+        else:
+            _entry_rows(name, body, kind, rows, renamed)
     rows.keyed = not debug
     return rows, skipped, count
+
+
+def _numbered(name: str, body: Any, kind: str, rows: RowList, numbered: dict[str, str],
+              counters: dict[str, int]) -> None:
+    """The rows of backward entry ``name``, keyed renumbered in the order backward entries first
+    give rows (as :func:`probe.match.assign_keys` keys them)."""
+    renamed = numbered.get(name)
+    found = None if renamed is not None else backward_stem(name)
+    if found is not None:
+        renamed = renumbered(found[0], found[1], counters.get(found[0], 0))
+    start = len(rows)
+    _entry_rows(name, body, kind, rows, None if renamed == name else renamed)
+    if found is not None and len(rows) > start:
+        counters[found[0]] = counters.get(found[0], 0) + 1
+        numbered[name] = renamed
