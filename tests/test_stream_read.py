@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import probe.memberindex as memberindex
 from probe.errors import NotStreamable
 from probe.formats.msprobe.flatten import entry_kind, flatten_entries
-from probe.formats.msprobe.names import renumbered
+from probe.formats.msprobe.names import backward_stem, renumbered
 from probe.formats.msprobe.reader import MsprobeJsonReader
 from probe.formats.msprobe.stream import skipped_names
 from probe.match import assign_keys, backward_numbers, backward_renames
@@ -54,6 +54,21 @@ def test_entry_keys_are_the_renames_numbers_and_skipped_names_one_at_a_time(name
     if len(set(names)) == len(names):
         assert keys == [backward_renames(names).get(name, name) for name in names]
     assert skipped == skipped_names(names) == [name for name in names if entry_kind(name) is None]
+
+
+def _partitioned_stem(entry: str) -> tuple[str, bool] | None:
+    """backward_stem as it was first written (two partitions from the right)."""
+    head, _, last = entry.rpartition(".")
+    stem, dot, second = head.rpartition(".")
+    if "backward" not in entry or not dot:
+        return None
+    return (stem, True) if last == "backward" else (stem, False) if second == "backward" else None
+
+
+@settings(max_examples=400)
+@given(name=_ENTRY_NAMES)
+def test_backward_stem_equals_partitioning_the_name(name) -> None:
+    assert backward_stem(name) == _partitioned_stem(name)
 
 
 def _split_prefixes(key: str) -> list[str]:

@@ -35,19 +35,20 @@ WINDOW_BYTES = 64 << 20
 few, very large entries stays bounded too."""
 _KINDS = ("forward", "backward", "parameters_grad")
 _INNER = (".input.", ".output.", ".parameters.", ".parameters_grad.")
+_HEADS = ("input", "output", "parameters")
 
 
 def nested_prefixes(key: str) -> list[str]:
     """Dotted proper prefixes of an entry key that are entry keys whose rows ``key``'s rows could
     share keys with (a prefix followed by ``input``/``output``/``parameters``, or a parameter-gradient
     entry); empty for every name msProbe writes."""
-    if not any(part in key for part in _INNER):
+    if not (".input." in key or ".output." in key or ".parameters." in key or ".parameters_grad." in key):  # _INNER
         return []
     parts = key.split(".")
     found = []
     for i in range(3, len(parts)):
         if (parts[i - 1] in _KINDS or parts[i - 2] in _KINDS) and (
-                parts[i] in ("input", "output", "parameters") or "parameters_grad" in (parts[i - 1], parts[i - 2])):
+                parts[i] in _HEADS or "parameters_grad" in (parts[i - 1], parts[i - 2])):
             found.append(".".join(parts[:i]))
     return found
 
