@@ -336,7 +336,14 @@ def _section_rows(entry: str, body: dict[str, Any], plan: tuple[tuple[str, str, 
     cells_of = _CELLS.get
     for section, state, tail, indexed in plan:
         items = body[section]
-        if items.__class__ is not list:
+        if items.__class__ is list:
+            labelled = False
+            pairs: Iterable[tuple[Any, Any]] = enumerate(items)
+        elif (items.__class__ is dict and items and items.get("type").__class__ is not str
+              and not items.get("class_type")):  # labelled items, not a leaf (see _walk)
+            labelled = True
+            pairs = items.items()
+        else:
             if items or not indexed:
                 start = len(out)
                 _walk(items, entry + tail, entry, state, out, 1, indexed)
@@ -349,11 +356,15 @@ def _section_rows(entry: str, body: dict[str, Any], plan: tuple[tuple[str, str, 
         key_prefix = None if renamed is None else renamed + tail
         key = key_prefix
         guard = len(out) + len(items) > limit  # else every item making one row stays within the limit
-        for index, value in enumerate(items):
+        for label, value in pairs:
             if guard and len(out) >= limit:
                 _too_many(out, entry)
-            if indexed:
-                dot = _INDEX[index] if index < 64 else f".{index}"
+            if labelled:
+                name = f"{prefix}.{label}"
+                if key_prefix is not None:
+                    key = f"{key_prefix}.{label}"
+            elif indexed:
+                dot = _INDEX[label] if label < 64 else f".{label}"
                 name = prefix + dot
                 if key_prefix is not None:
                     key = key_prefix + dot
@@ -395,7 +406,7 @@ def _section_rows(entry: str, body: dict[str, Any], plan: tuple[tuple[str, str, 
                         pass
                     else:
                         if (kind.__class__ is str and kind not in _OTHER_LEAVES
-                                and (indexed or name.rpartition(".")[2] not in COMM_SCALAR_NAMES)):
+                                and (indexed and not labelled or name.rpartition(".")[2] not in COMM_SCALAR_NAMES)):
                             dtype, stats, checksum = _scalar_cells(scalar)
                             append(Row(name, entry, state, dtype, "[]", stats, NA, checksum, "-1", None, key))
                             continue
@@ -404,7 +415,7 @@ def _section_rows(entry: str, body: dict[str, Any], plan: tuple[tuple[str, str, 
                 _walk(value, name, entry, state, out, 2, indexed)
             if renamed is not None:
                 _rekey(out, start, entry, renamed)
-            guard = len(out) + len(items) - index - 1 > limit  # the item made any number of rows
+            guard = True  # the item made any number of rows: the later ones are tested
 
 
 def _plain_cells(dtype: str, rg: bool | None, shape: list[int]) -> tuple[str, str, str]:
