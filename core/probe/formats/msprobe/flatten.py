@@ -320,12 +320,13 @@ _OTHER_LEAVES = frozenset({TORCH_SIZE, "slice", "ellipsis", PROCESS_GROUP})
 def _section_rows(entry: str, body: dict[str, Any], plan: tuple[tuple[str, str, str, bool], ...], out: RowList,
                   renamed: str | None) -> None:
     """The rows of an entry's sections ``plan`` (``(key, state, name tail, indexed)`` of each), as
-    :func:`_walk` gives them, with the common leaves of list sections made right here; keyed by
-    ``renamed`` (see :func:`_entry_rows`).
+    :func:`_walk` gives them, with the common leaves of list and dict sections made right here; keyed
+    by ``renamed`` (see :func:`_entry_rows`).
 
-    A section that is not a list goes through :func:`_walk` (a falsy one only when not
-    ``indexed``: a parameter gradient's ``null`` is a row, a forward entry's ``null`` section none).
-    ``indexed``: list items are named ``<entry><tail>.<index>`` (else all ``<entry><tail>``). A plain
+    Any other section (a leaf, a scalar, ``null``) goes through :func:`_walk` (a falsy one only when
+    not ``indexed``: a parameter gradient's ``null`` is a row, a forward entry's ``null`` section none).
+    Items of a dict section are named ``<entry><tail>.<label>``; ``indexed``: list items are named
+    ``<entry><tail>.<index>`` (else all ``<entry><tail>``). A plain
     tensor leaf (exactly the keys type, dtype, shape, Max, Min, Mean, Norm, requires_grad, and md5 in md5
     dumps; text type and dtype, int dims, a bool or null flag) takes its cells from
     :data:`_CELLS`; a ``null`` and a plain scalar (``{"type": ..., "value": ...}``) make their
@@ -339,7 +340,7 @@ def _section_rows(entry: str, body: dict[str, Any], plan: tuple[tuple[str, str, 
         if items.__class__ is list:
             labelled = False
             pairs: Iterable[tuple[Any, Any]] = enumerate(items)
-        elif (items.__class__ is dict and items and items.get("type").__class__ is not str
+        elif (items.__class__ is dict and items and not isinstance(items.get("type"), str)
               and not items.get("class_type")):  # labelled items, not a leaf (see _walk)
             labelled = True
             pairs = items.items()
