@@ -51,12 +51,16 @@ _plain_leaf = st.fixed_dictionaries(  # the eight keys of the fast path: mostly 
      "Max": _scalar, "Min": _scalar, "Mean": _scalar, "Norm": _scalar,
      "requires_grad": st.sampled_from([True, False, None, True, False, 1, 0, "True", "false", 1.0])},
 )
-_list_item = st.one_of(_plain_leaf, _plain_leaf, _plain_leaf, st.none(), _leaf, _tensor_leaf,
+_typed_scalar = st.builds(lambda kind, value: {"type": kind, "value": value},
+                         st.sampled_from(["int", "float", "bool", "str", "torch.Size"]), _scalar)
+_list_item = st.one_of(_plain_leaf, _plain_leaf, _plain_leaf, st.none(), _leaf, _tensor_leaf, _typed_scalar,
                        st.lists(_plain_leaf, max_size=2), st.fixed_dictionaries({"a": _plain_leaf}), _scalar)
+_labels = st.sampled_from(["src", "dst", "group_src", "a.dst", "0", "1", "type", "class_type"])
+"""Labels of dict sections: communication scalars, a list item's tail, a leaf's own keys."""
 _list_entry = st.fixed_dictionaries(
     {}, optional={"input_args": st.lists(_list_item, max_size=5), "output": st.lists(_list_item, max_size=5),
-                  "input": st.lists(_list_item, max_size=3), "input_kwargs": st.dictionaries(_text, _list_item),
-                  "parameters": st.dictionaries(st.sampled_from(["weight", "bias"]), _list_item, max_size=2),
+                  "input": st.lists(_list_item, max_size=3), "input_kwargs": st.dictionaries(st.one_of(_text, _labels), _list_item),
+                  "parameters": st.dictionaries(st.sampled_from(["weight", "bias", "src"]), _list_item, max_size=2),
                   "weight": st.lists(_list_item, max_size=3)})
 _tree = st.recursive(st.one_of(st.none(), _scalar, _leaf, _tensor_leaf, _plain_leaf),
                      lambda kids: st.one_of(st.lists(kids, max_size=3),
@@ -80,15 +84,15 @@ def _flatten(entries: list[tuple[str, Any]], debug: bool, limit: int | None = No
 
 def _plain_flatten(entries: list[tuple[str, Any]], debug: bool, limit: int | None = None) -> Any:
     """Flatten with every fast path off (the general walk), keys given by :func:`assign_keys`."""
-    def plain_list_rows(items, prefix, entry, state, out, indexed, renamed):
-        start = len(out)
-        flatten._walk(items, prefix, entry, state, out, 1, indexed)
-        for row in out[start:]:
-            row.key = row.name  # keyed below, as a whole
+    def plain_section_rows(entry, body, plan, out, renamed):
+        for section, state, tail, indexed in plan:
+            items = body[section]
+            if items or not indexed:  # a forward entry's empty or null section has no rows
+                flatten._walk(items, entry + tail, entry, state, out, 1, indexed)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(flatten, "_tensor_row", lambda *args: False)
-        patch.setattr(flatten, "_list_rows", plain_list_rows)
+        patch.setattr(flatten, "_section_rows", plain_section_rows)
         patch.setattr(flatten, "_rekey", lambda *args: None)
         try:
             rows, skipped, count = flatten.flatten_entries(entries, debug=debug, max_rows=limit)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import probe.memberindex as memberindex
 from probe.errors import NotStreamable
 from probe.formats.msprobe.flatten import entry_kind, flatten_entries
-from probe.formats.msprobe.names import renumbered
+from probe.formats.msprobe.names import backward_stem, renumbered
 from probe.formats.msprobe.reader import MsprobeJsonReader
 from probe.formats.msprobe.stream import skipped_names
 from probe.match import assign_keys, backward_numbers, backward_renames
@@ -54,6 +54,21 @@ def test_entry_keys_are_the_renames_numbers_and_skipped_names_one_at_a_time(name
     if len(set(names)) == len(names):
         assert keys == [backward_renames(names).get(name, name) for name in names]
     assert skipped == skipped_names(names) == [name for name in names if entry_kind(name) is None]
+
+
+def _partitioned_stem(entry: str) -> tuple[str, bool] | None:
+    """backward_stem as it was first written (two partitions from the right)."""
+    head, _, last = entry.rpartition(".")
+    stem, dot, second = head.rpartition(".")
+    if "backward" not in entry or not dot:
+        return None
+    return (stem, True) if last == "backward" else (stem, False) if second == "backward" else None
+
+
+@settings(max_examples=400)
+@given(name=_ENTRY_NAMES)
+def test_backward_stem_equals_partitioning_the_name(name) -> None:
+    assert backward_stem(name) == _partitioned_stem(name)
 
 
 def _split_prefixes(key: str) -> list[str]:
@@ -240,6 +255,25 @@ def test_a_golden_index_from_a_child_reads_the_rows_of_its_entries(tmp_path) -> 
     ordinals = list(range(len(index.dump.names)))
     assert [r.key for r in again.rows(ordinals)] == [r.key for r in index.rows(ordinals)]
     assert again.renames(ordinals) == index.renames(ordinals)
+
+
+_BACKWARD = ["Functional.relu.0.backward", "Functional.relu.1.backward", "Functional.relu.4.backward",
+             "Module.m.L.backward.0", "Module.m.L.backward.2", "Torch.add.0.forward", "Module.m.L.forward.1"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(names=st.lists(st.sampled_from(_BACKWARD), min_size=1, unique=True), data=st.data())
+def test_golden_renames_taken_from_the_target_equal_those_made_afresh(tmp_path, names, data) -> None:
+    entries = [(name, {"output": [{"type": "int", "value": 1}]}) for name in names]
+    _write(tmp_path / "g" / "dump.json", entries)
+    golden = GoldenIndex(MsprobeJsonReader().stream(tmp_path / "g" / "dump.json", with_stack=False))
+    ordinals = sorted(data.draw(st.sets(st.integers(0, len(names) - 1))))
+    target = data.draw(st.lists(st.sampled_from(_BACKWARD), unique=True))  # another order: other numbers
+    numbers: dict[str, int] = {}
+    known = backward_renames(target, {"Functional.relu": data.draw(st.integers(0, 2))}, numbers)
+    assert golden.renames(ordinals, known, numbers) == golden.renames(ordinals)
+    assert golden.renames(ordinals) == {name: backward_renames(names)[name] for name in golden.names_of(ordinals)
+                                        if name in backward_renames(names)}
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

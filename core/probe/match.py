@@ -25,17 +25,23 @@ def backward_numbers(entries: Iterable[str], counters: dict[str, int]) -> Iterat
             yield position, stem, api, ordinal
 
 
-def backward_renames(entries: Sequence[str], counters: dict[str, int] | None = None) -> dict[str, str]:
+def backward_renames(entries: Sequence[str], counters: dict[str, int] | None = None,
+                     numbers: dict[str, int] | None = None) -> dict[str, str]:
     """Map each backward entry name to its name with the call index renumbered.
 
     The index becomes the entry's ordinal among backward entries of the same stem (name
     minus its last two components), in file order, so that backward calls pair by order.
     ``counters`` (ordinals per stem) carries the numbering on across calls, for entries
-    given a window at a time.
+    given a window at a time; ``numbers``, when given, receives each backward entry's ordinal.
     """
     counters = {} if counters is None else counters
-    return {entries[position]: renumbered(stem, api, ordinal)
-            for position, stem, api, ordinal in backward_numbers(entries, counters)}
+    renames = {}
+    for position, stem, api, ordinal in backward_numbers(entries, counters):
+        entry = entries[position]
+        renames[entry] = renumbered(stem, api, ordinal)
+        if numbers is not None:
+            numbers[entry] = ordinal
+    return renames
 
 
 _ENTRY = attrgetter("entry")

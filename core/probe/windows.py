@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from array import array
 from collections import defaultdict, deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import groupby
 from operator import ne
 from typing import Any
@@ -35,19 +35,20 @@ WINDOW_BYTES = 64 << 20
 few, very large entries stays bounded too."""
 _KINDS = ("forward", "backward", "parameters_grad")
 _INNER = (".input.", ".output.", ".parameters.", ".parameters_grad.")
+_HEADS = ("input", "output", "parameters")
 
 
 def nested_prefixes(key: str) -> list[str]:
     """Dotted proper prefixes of an entry key that are entry keys whose rows ``key``'s rows could
     share keys with (a prefix followed by ``input``/``output``/``parameters``, or a parameter-gradient
     entry); empty for every name msProbe writes."""
-    if not any(part in key for part in _INNER):
+    if not (".input." in key or ".output." in key or ".parameters." in key or ".parameters_grad." in key):  # _INNER
         return []
     parts = key.split(".")
     found = []
     for i in range(3, len(parts)):
         if (parts[i - 1] in _KINDS or parts[i - 2] in _KINDS) and (
-                parts[i] in ("input", "output", "parameters") or "parameters_grad" in (parts[i - 1], parts[i - 2])):
+                parts[i] in _HEADS or "parameters_grad" in (parts[i - 1], parts[i - 2])):
             found.append(".".join(parts[:i]))
     return found
 
@@ -157,21 +158,34 @@ class GoldenIndex:
             return names.take(ordinals)
         return [names[i] for i in ordinals]
 
-    def renames(self, ordinals: Sequence[int]) -> dict[str, str]:
+    def renames(self, ordinals: Sequence[int], known: Mapping[str, str] | None = None,
+                known_numbers: Mapping[str, int] | None = None) -> dict[str, str]:
         """The renumbered names of the backward entries among ``ordinals`` (as
-        :func:`probe.match.backward_renames` gives them for the whole dump)."""
+        :func:`probe.match.backward_renames` gives them for the whole dump). ``known`` and
+        ``known_numbers``: the renumbered names and the numbers of target entries (a golden entry
+        of the same name and number takes the same renumbered name)."""
         numbers = self.numbers
+        backward = [index for index in ordinals if numbers[index] >= 0]
+        known, known_numbers = known or {}, known_numbers or {}
         renames = {}
-        for index, name in zip(ordinals, self.names_of(ordinals)):
+        for index, name in zip(backward, self.names_of(backward)):
             number = numbers[index]
-            if number >= 0:
+            if known_numbers.get(name) == number:
+                renames[name] = known[name]
+            else:
                 stem, api = backward_stem(name)  # type: ignore[misc]  # a backward entry
                 renames[name] = renumbered(stem, api, number)
         return renames
 
-    def rows(self, ordinals: Sequence[int]) -> RowList:
-        """The keyed rows of the golden entries ``ordinals`` (sorted), in file order."""
-        rows = self.dump.rows_of(ordinals, self.renames(ordinals))
+    def rows(self, ordinals: Sequence[int], known: Mapping[str, str] | None = None,
+             known_numbers: Mapping[str, int] | None = None) -> RowList:
+        """The keyed rows of the golden entries ``ordinals`` (sorted, each once), in file order
+        (``known``, ``known_numbers``: see :meth:`renames`)."""
+        renames = self.renames(ordinals, known, known_numbers)
+        if ordinals and ordinals[-1] - ordinals[0] + 1 == len(ordinals):  # one run (the usual window)
+            rows = self.dump.rows(ordinals[0], ordinals[-1] + 1, renames)
+        else:
+            rows = self.dump.rows_of(ordinals, renames)
         self.has_md5 = self.has_md5 or rows.has_md5
         return rows
 
@@ -272,7 +286,8 @@ class TargetWindows:
     def pairs(self, lo: int, hi: int) -> list[Pair]:
         """The pairs of target entries ``lo:hi`` in target order."""
         names = self.dump.names[lo:hi]
-        renames = backward_renames(names, self.counters)
+        numbers: dict[str, int] = {}
+        renames = backward_renames(names, self.counters, numbers)
         rows = self.dump.rows(lo, hi, renames)
         self.has_md5 = self.has_md5 or rows.has_md5
         if renames:
@@ -280,7 +295,7 @@ class TargetWindows:
             if any(name not in with_rows for name in renames):
                 raise NotStreamable(f"{self.dump.info.path}: a renumbered entry has no rows")
         ordinals = self.golden.candidates([renames.get(name, name) for name in names] if renames else names)
-        golden_rows = self.golden.rows(ordinals)
+        golden_rows = self.golden.rows(ordinals, renames, numbers)
         pairs, unmet = match_exact(rows, golden_rows)
         # no golden row left unmet (the usual window): every one was met, without a set of the target keys
         self.golden.settle(ordinals, golden_rows, {row.key for row in rows} if unmet else None)

@@ -28,8 +28,8 @@ ENTRY_SECTIONS: tuple[tuple[str, str, str], ...] = (
     ("output", "output", "output"),
 )
 
-_SECTIONS = tuple((key, state, f".{prefix}") for key, state, prefix in ENTRY_SECTIONS)
-""":data:`ENTRY_SECTIONS` with the row-name tails of the sections (``.input``...)."""
+_SECTIONS = tuple((key, state, f".{prefix}", True) for key, state, prefix in ENTRY_SECTIONS)
+""":data:`ENTRY_SECTIONS` with the row-name tails of the sections (``.input``...), their items indexed."""
 
 COMM_SCALAR_NAMES = frozenset({"src", "dst", "group_src", "group_dst"})
 NO_STATS = (None, None, None, None)
@@ -273,15 +273,7 @@ def _entry_rows(name: str, body: Any, kind: str, out: RowList, renamed: str | No
         return
     if kind == "parameters_grad":
         if isinstance(body, dict):
-            for key, item in body.items():
-                path = f"{name}.{key}"
-                if item.__class__ is list:
-                    _list_rows(item, path, name, "parameters_grad", out, False, renamed)
-                else:
-                    start = len(out)
-                    _walk(item, path, name, "parameters_grad", out, 1, list_index=False)
-                    if renamed is not None:
-                        _rekey(out, start, name, renamed)
+            _section_rows(name, body, tuple((key, kind, f".{key}", False) for key in body), out, renamed)
         return
     if not isinstance(body, dict):
         raise InputError(f"entry {name} is not a JSON object")
@@ -289,23 +281,13 @@ def _entry_rows(name: str, body: Any, kind: str, out: RowList, renamed: str | No
     plan = _PLANS.get(keys)
     if plan is None:
         plan = _plan(keys)
-    for key, state, tail in plan:
-        section = body[key]
-        if not section:  # null, {} or []: no rows
-            continue
-        if section.__class__ is list:
-            _list_rows(section, name + tail, name, state, out, True, renamed)
-        else:
-            start = len(out)
-            _walk(section, name + tail, name, state, out, 1)
-            if renamed is not None:
-                _rekey(out, start, name, renamed)
+    _section_rows(name, body, plan, out, renamed)
 
 
-_PLANS: dict[tuple[str, ...], tuple[tuple[str, str, str], ...]] = {}
+_PLANS: dict[tuple[str, ...], tuple[tuple[str, str, str, bool], ...]] = {}
 
 
-def _plan(keys: tuple[str, ...]) -> tuple[tuple[str, str, str], ...]:
+def _plan(keys: tuple[str, ...]) -> tuple[tuple[str, str, str, bool], ...]:
     """The :data:`_SECTIONS` among an entry's ``keys``, in their order (kept for the next entry with these
     keys when they are few: a hostile dump's thousands of layouts or keys are not kept)."""
     plan = tuple(section for section in _SECTIONS if section[0] in keys)
@@ -335,14 +317,17 @@ _OTHER_LEAVES = frozenset({TORCH_SIZE, "slice", "ellipsis", PROCESS_GROUP})
 """Leaf types with cells of their own (see :func:`leaf_row`); other typed values are scalars."""
 
 
-def _list_rows(items: list[Any], prefix: str, entry: str, state: str, out: RowList, indexed: bool,
-               renamed: str | None) -> None:
-    """The rows of a list at depth 1 (an entry's ``input_args``/``output``..., or a parameter
-    gradient's list), as :func:`_walk` gives them, with the common leaves made right here;
-    keyed by ``renamed`` (see :func:`_entry_rows`).
+def _section_rows(entry: str, body: dict[str, Any], plan: tuple[tuple[str, str, str, bool], ...], out: RowList,
+                  renamed: str | None) -> None:
+    """The rows of an entry's sections ``plan`` (``(key, state, name tail, indexed)`` of each), as
+    :func:`_walk` gives them, with the common leaves of list and dict sections made right here; keyed
+    by ``renamed`` (see :func:`_entry_rows`).
 
-    ``indexed``: items are named ``prefix.<index>`` (else all ``prefix``). A plain tensor leaf
-    (exactly the keys type, dtype, shape, Max, Min, Mean, Norm, requires_grad, and md5 in md5
+    Any other section (a leaf, a scalar, ``null``) goes through :func:`_walk` (a falsy one only when
+    not ``indexed``: a parameter gradient's ``null`` is a row, a forward entry's ``null`` section none).
+    Items of a dict section are named ``<entry><tail>.<label>``; ``indexed``: list items are named
+    ``<entry><tail>.<index>`` (else all ``<entry><tail>``). A plain
+    tensor leaf (exactly the keys type, dtype, shape, Max, Min, Mean, Norm, requires_grad, and md5 in md5
     dumps; text type and dtype, int dims, a bool or null flag) takes its cells from
     :data:`_CELLS`; a ``null`` and a plain scalar (``{"type": ..., "value": ...}``) make their
     rows here; anything else goes through :func:`_tensor_row` / :func:`_walk`.
@@ -350,65 +335,88 @@ def _list_rows(items: list[Any], prefix: str, entry: str, state: str, out: RowLi
     append = out.append
     limit = out.limit
     cells_of = _CELLS.get
-    name = prefix
-    key_prefix = None if renamed is None else renamed + prefix[len(entry):]
-    key = None
-    for index, value in enumerate(items):
-        if len(out) >= limit:
-            _too_many(out, entry)
-        if indexed:
-            tail = _INDEX[index] if index < 64 else f".{index}"
-            name = prefix + tail
-            if key_prefix is not None:
-                key = key_prefix + tail
-        elif key_prefix is not None:
-            key = key_prefix
-        if value is None:
-            append(Row(name, entry, state, NA, NA, NO_STATS, NA, None, "-1", None, key))
+    for section, state, tail, indexed in plan:
+        items = body[section]
+        if items.__class__ is list:
+            labelled = False
+            pairs: Iterable[tuple[Any, Any]] = enumerate(items)
+        elif (items.__class__ is dict and items and not isinstance(items.get("type"), str)
+              and not items.get("class_type")):  # labelled items, not a leaf (see _walk)
+            labelled = True
+            pairs = items.items()
+        else:
+            if items or not indexed:
+                start = len(out)
+                _walk(items, entry + tail, entry, state, out, 1, indexed)
+                if renamed is not None:
+                    _rekey(out, start, entry, renamed)
             continue
-        if value.__class__ is dict:
-            size = len(value)
-            if size == 8 or size == 9:  # nine: with an "md5" (md5 dumps)
-                try:
-                    kind = value["type"]
-                    dtype = value["dtype"]
-                    shape = value["shape"]
-                    rg = value["requires_grad"]
-                    stats = (value["Max"], value["Min"], value["Mean"], value["Norm"])
-                    md5 = value["md5"] if size == 9 else None
-                except KeyError:
-                    pass
-                else:
-                    if (kind.__class__ is str and dtype.__class__ is str and shape.__class__ is list
-                            and (rg is True or rg is False or rg is None)):
-                        for dim in shape:
-                            if dim.__class__ is not int:
-                                break
-                        else:
-                            cells = cells_of((dtype, rg, tuple(shape))) or _plain_cells(dtype, rg, shape)
-                            if size == 9:
-                                out.has_md5 = True
-                                if not md5:
-                                    md5 = EMPTY_MD5
-                            append(Row(name, entry, state, cells[0], cells[1], stats, cells[2], md5, "-1", None, key))
+        if not items:
+            continue
+        prefix = name = entry + tail
+        key_prefix = None if renamed is None else renamed + tail
+        key = key_prefix
+        guard = len(out) + len(items) > limit  # else every item making one row stays within the limit
+        for label, value in pairs:
+            if guard and len(out) >= limit:
+                _too_many(out, entry)
+            if labelled:
+                name = f"{prefix}.{label}"
+                if key_prefix is not None:
+                    key = f"{key_prefix}.{label}"
+            elif indexed:
+                dot = _INDEX[label] if label < 64 else f".{label}"
+                name = prefix + dot
+                if key_prefix is not None:
+                    key = key_prefix + dot
+            if value is None:
+                append(Row(name, entry, state, NA, NA, NO_STATS, NA, None, "-1", None, key))
+                continue
+            if value.__class__ is dict:
+                size = len(value)
+                if size == 8 or size == 9:  # nine: with an "md5" (md5 dumps)
+                    try:
+                        kind = value["type"]
+                        dtype = value["dtype"]
+                        shape = value["shape"]
+                        rg = value["requires_grad"]
+                        stats = (value["Max"], value["Min"], value["Mean"], value["Norm"])
+                        md5 = value["md5"] if size == 9 else None
+                    except KeyError:
+                        pass
+                    else:
+                        if (kind.__class__ is str and dtype.__class__ is str and shape.__class__ is list
+                                and (rg is True or rg is False or rg is None)):
+                            for dim in shape:
+                                if dim.__class__ is not int:
+                                    break
+                            else:
+                                cells = cells_of((dtype, rg, tuple(shape))) or _plain_cells(dtype, rg, shape)
+                                if size == 9:
+                                    out.has_md5 = True
+                                    if not md5:
+                                        md5 = EMPTY_MD5
+                                append(Row(name, entry, state, cells[0], cells[1], stats, cells[2], md5, "-1", None,
+                                           key))
+                                continue
+                elif size == 2:  # a scalar: {"type": ..., "value": ...}
+                    try:
+                        kind = value["type"]
+                        scalar = value["value"]
+                    except KeyError:
+                        pass
+                    else:
+                        if (kind.__class__ is str and kind not in _OTHER_LEAVES
+                                and (indexed and not labelled or name.rpartition(".")[2] not in COMM_SCALAR_NAMES)):
+                            dtype, stats, checksum = _scalar_cells(scalar)
+                            append(Row(name, entry, state, dtype, "[]", stats, NA, checksum, "-1", None, key))
                             continue
-            elif size == 2:  # a scalar: {"type": ..., "value": ...}
-                try:
-                    kind = value["type"]
-                    scalar = value["value"]
-                except KeyError:
-                    pass
-                else:
-                    if (kind.__class__ is str and kind not in _OTHER_LEAVES
-                            and (indexed or name.rpartition(".")[2] not in COMM_SCALAR_NAMES)):
-                        dtype, stats, checksum = _scalar_cells(scalar)
-                        append(Row(name, entry, state, dtype, "[]", stats, NA, checksum, "-1", None, key))
-                        continue
-        start = len(out)
-        if value.__class__ is not dict or "dtype" not in value or not _tensor_row(name, entry, state, value, out):
-            _walk(value, name, entry, state, out, 2, indexed)
-        if renamed is not None:
-            _rekey(out, start, entry, renamed)
+            start = len(out)
+            if value.__class__ is not dict or "dtype" not in value or not _tensor_row(name, entry, state, value, out):
+                _walk(value, name, entry, state, out, 2, indexed)
+            if renamed is not None:
+                _rekey(out, start, entry, renamed)
+            guard = True  # the item made any number of rows: the later ones are tested
 
 
 def _plain_cells(dtype: str, rg: bool | None, shape: list[int]) -> tuple[str, str, str]:
@@ -451,8 +459,9 @@ def flatten_entries(
     count = 0
     numbered: dict[str, str] = {}
     counters: dict[str, int] = {}
+    limit = rows.limit
     for name, body in entries:
-        if len(rows) >= rows.limit:
+        if len(rows) >= limit:
             _too_many(rows, name)
         count += 1
         if names is not None:
@@ -465,21 +474,33 @@ def flatten_entries(
             skipped.append(name)
             continue
         if "backward" not in name:
-            _entry_rows(name, body, kind, rows, None)
-            continue
-        if renames is not None:
+            renamed = None
+        elif renames is not None:
             renamed = renames.get(name)
-            _entry_rows(name, body, kind, rows, None if renamed == name else renamed)
+            if renamed == name:
+                renamed = None
+        else:
+            _numbered(name, body, kind, rows, numbered, counters)
             continue
-        # keys renumber backward calls in the order their entries first give rows (assign_keys)
-        renamed = numbered.get(name)
-        found = None if renamed is not None else backward_stem(name)
-        if found is not None:
-            renamed = renumbered(found[0], found[1], counters.get(found[0], 0))
-        start = len(rows)
-        _entry_rows(name, body, kind, rows, None if renamed == name else renamed)
-        if found is not None and len(rows) > start:
-            counters[found[0]] = counters.get(found[0], 0) + 1
-            numbered[name] = renamed
+        if body.__class__ is dict and kind != "parameters_grad":  # most entries: their plan straight away
+            keys = tuple(body)
+            _section_rows(name, body, _PLANS.get(keys) or _plan(keys), rows, renamed)
+        else:
+            _entry_rows(name, body, kind, rows, renamed)
     rows.keyed = not debug
     return rows, skipped, count
+
+
+def _numbered(name: str, body: Any, kind: str, rows: RowList, numbered: dict[str, str],
+              counters: dict[str, int]) -> None:
+    """The rows of backward entry ``name``, keyed renumbered in the order backward entries first
+    give rows (as :func:`probe.match.assign_keys` keys them)."""
+    renamed = numbered.get(name)
+    found = None if renamed is not None else backward_stem(name)
+    if found is not None:
+        renamed = renumbered(found[0], found[1], counters.get(found[0], 0))
+    start = len(rows)
+    _entry_rows(name, body, kind, rows, None if renamed == name else renamed)
+    if found is not None and len(rows) > start:
+        counters[found[0]] = counters.get(found[0], 0) + 1
+        numbered[name] = renamed

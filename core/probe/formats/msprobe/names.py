@@ -47,10 +47,10 @@ def backward_stem(entry: str) -> tuple[str, bool] | None:
     than after it (a module: ``Module.path.Class.backward.N``); ``None`` for other names."""
     if "backward" not in entry:  # most entries: no need to look closer
         return None
-    head, dot, last = entry.rpartition(".")
-    stem, dot2, second = head.rpartition(".")
-    if not dot2:  # fewer than three components
+    parts = entry.rsplit(".", 2)
+    if len(parts) < 3:  # fewer than three components
         return None
+    stem, second, last = parts
     if last == "backward":
         return stem, True
     if second == "backward":
