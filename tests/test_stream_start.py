@@ -198,7 +198,8 @@ def test_the_golden_index_from_the_child_equals_one_made_here(tmp_path) -> None:
     assert there.dump.index.starts == here.dump.index.starts
     assert there.dump.index.parse(0, len(here.dump.names)) == here.dump.index.parse(0, len(here.dump.names))
     assert (there.hashes == here.hashes).all() and (there.order == here.order).all()
-    assert there.numbers == here.numbers and there.nested == here.nested
+    assert there.numbers == here.numbers and (there.nested == here.nested).all()
+    assert (there.nested_ordinals == here.nested_ordinals).all()
     assert there.dump.skipped_entries == here.dump.skipped_entries
 
 
