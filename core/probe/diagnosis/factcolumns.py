@@ -114,10 +114,15 @@ class FactColumns(Sequence[Any]):
                           nan_in == 1, nan_out == 1, argument, unmatched, matched, reduced_dev, width, dtype, exact == 1,
                           module, w_in, w_out, w_param, w_leaf, w_reduced, tails))
 
-    def extend(self, rows: Sequence[tuple[Any, ...]], modules_of: Callable[[list[str]], list[str]]) -> None:
+    def extend(self, rows: Sequence[tuple[Any, ...]], modules_of: Callable[[list[str]], list[str]],
+               names: Sequence[str] | None = None) -> None:
         """Append the nodes whose slot values (``order`` and ``module`` ignored) are ``rows``, their
-        ``module`` from ``modules_of(entries)`` (one for each entry, in order)."""
+        ``module`` from ``modules_of(entries)`` (one for each entry, in order). An entry equal to one of
+        ``names`` is kept as that string (strings the caller keeps anyway, instead of the rows' copies)."""
         entries = list(map(_ENTRY_OF, rows))
+        if names:
+            shared = dict(zip(names, names))
+            entries = list(map(shared.get, entries, entries))
         self.entries += entries
         combos = list(map(_COMBO_OF, rows))
         codes = list(map(self.numbers.get, combos))

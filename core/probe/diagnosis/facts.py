@@ -724,6 +724,8 @@ class RankFactsBuilder:
         self._parents(load_parents(path))
         self.produced = Fingerprints()
         self.backward = False
+        self.window_names: Sequence[str] | None = None
+        """The target entry names of the window whose part :meth:`merge` takes next (see :meth:`names`)."""
 
     def _parents(self, parents: ParentMap) -> None:
         self.parents = parents
@@ -775,15 +777,21 @@ class RankFactsBuilder:
             produced.difference_update(odd)
         return start, backward, rows, produced, [_portable(fp) for fp in odd], leaves
 
+    def names(self, names: Sequence[str]) -> None:
+        """The target entry names of the window whose part :meth:`merge` takes next: the facts keep these
+        strings (which this process holds anyway) instead of the part's copies of them."""
+        self.window_names = names
+
     def merge(self, part: WindowFacts) -> bool:
         """Add a window's :meth:`part` (windows in order); ``False``, nothing changed, when it assumed
         the backward pass began (or not) where it did not."""
         start, end, rows, produced, odd, leaves = part
+        names, self.window_names = self.window_names, None
         if start != self.backward:
             return False
         nodes = self.nodes
         base = len(nodes)
-        nodes.extend(rows, self.parent_of)
+        nodes.extend(rows, self.parent_of, names)
         earlier = self.produced
         earlier.spill()
         for order, inputs in leaves:  # against the outputs of every earlier window, as add() judges them
