@@ -30,6 +30,7 @@ from probe.analysis.analyzers import AdvisorAnalyzer, CollectiveAnalyzer
 from probe.analysis.collective import check_collectives
 from probe.analysis.nodes import ENTRY_OF
 from probe.diagnosis.analyzer import DiagnosisAnalyzer
+from probe.diagnosis.parents import ParentMap
 from probe.diagnosis.rank import diagnose_facts
 from probe.errors import NotStreamable
 from probe.pipeline import compare
@@ -238,12 +239,30 @@ def test_a_copy_that_makes_parts_lets_the_parents_go_and_the_real_builder_keeps_
     result = _results("pytorch/stat_mix_cnn")[0]
     windows = _windows(result, [2, 5])
     real = DiagnosisAnalyzer().digest_stream(None, _shell(result))
-    real._parents({entry: "Module.m.M.forward.0" for window in windows for entry in _names(window)})
+    real._parents(ParentMap.of([{entry: "Module.m.M.forward.0" for window in windows for entry in _names(window)}]))
     for make in (lambda twin: twin.part(windows[0]), lambda twin: twin.skip(_names(windows[0]))):
         twin = copy.deepcopy(real)
         make(twin)
-        assert twin.parents == {} and twin.parent_of("Functional.x.0.forward", "") == ""
+        assert not len(twin.parents) and twin.parent_of(["Functional.x.0.forward"]) == [""]
     assert len(real.parents) == sum(len(_names(w)) for w in windows)
     for window in windows:
         real.add(window)
     assert set(real.finish(_shell(result)).nodes.modules) == {"Module.m.M.forward.0"}
+
+
+def test_merged_facts_keep_the_window_names_given_instead_of_the_parts_copies() -> None:
+    result = _results("pytorch/stat_mix_cnn")[0]
+    windows = _windows(result, [2, 5])
+    real = DiagnosisAnalyzer().digest_stream(None, _shell(result))
+    twin = copy.deepcopy(real)
+    kept: list[str] = []
+    for window in windows:
+        part = pickle.loads(pickle.dumps(twin.part(window)))  # its entry names are copies
+        names = [f"{name}" for name in _names(window)] + ["Module.not.in.window.forward.0"]  # strings held here
+        kept += names[:-1]
+        real.names(names)
+        assert real.merge(part)
+    nodes = real.finish(_shell(result)).nodes
+    assert all(entry is name for entry, name in zip(nodes.entries, kept)) and len(nodes.entries) == len(kept)
+    assert _shown(DiagnosisAnalyzer(), [real.finish(_shell(result))]) == \
+        _shown(DiagnosisAnalyzer(), [_plain(DiagnosisAnalyzer(), result, windows)])

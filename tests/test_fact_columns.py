@@ -39,7 +39,7 @@ def _stored(nodes: list[NodeFacts], parents: dict[str, str], cuts: list[int]) ->
     bounds = [0] + sorted(c for c in set(cuts) if 0 < c < len(nodes)) + [len(nodes)]
     for lo, hi in zip(bounds, bounds[1:]):  # a window's rows, ``order`` counted in the window, no module
         rows = [(v[0], k, *v[2:18], "", *v[19:]) for k, v in enumerate(map(_values, nodes[lo:hi]))]
-        store.extend(rows, parents.get)
+        store.extend(rows, lambda entries: [parents.get(entry, "") for entry in entries])
     return store
 
 

@@ -169,6 +169,33 @@ def test_a_golden_index_unpickles_only_where_string_hashes_are_its_own(tmp_path,
         pickle.loads(data)
 
 
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(names=st.lists(_ENTRY_NAMES, min_size=1, max_size=10, unique=True),
+       wanted=st.lists(_ENTRY_NAMES, max_size=6))
+def test_candidates_by_hash_are_those_a_dict_of_nested_keys_gives(tmp_path, names, wanted) -> None:
+    """The golden entries nested in a key are kept as hashes; they are those a dict from each key to the
+    entries nested in it finds."""
+    path = tmp_path / "d" / "dump.json"
+    _write(path, [(name, {}) for name in names])
+    dump = MsprobeJsonReader().stream(path, with_stack=False)
+    if dump is None:
+        return
+    try:
+        golden = GoldenIndex(dump)
+    except NotStreamable:  # keys that repeat once renumbered
+        return
+    keys = entry_keys(list(dump.names))[0]
+    nested: dict[str, list[int]] = {}
+    for index, prefix in nestings(keys):
+        nested.setdefault(prefix, []).append(index)
+    wanted = wanted + keys[::2] + [prefix for _, prefix in nestings(keys)]
+    expected = set(golden.ordinals(wanted)) | set(golden.ordinals([p for _, p in nestings(wanted)]))
+    expected.update(i for key in wanted for i in nested.get(key, ()))
+    assert golden.candidates(wanted) == sorted(expected)
+    again = pickle.loads(pickle.dumps(golden))
+    assert again.candidates(wanted) == sorted(expected)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(entries=st.lists(st.tuples(_ENTRY_NAMES, st.just({})), min_size=1, max_size=8, unique_by=lambda e: e[0]))
 def test_streamed_dumps_skip_the_entries_a_whole_read_skips(tmp_path, entries) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import shutil
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import probe.diagnosis.facts as facts
 import probe.formats.msprobe.stack as stack
 import probe.jsonio as jsonio
 import probe.streaming as streaming
+from probe.diagnosis.parents import ParentMap
 from probe.errors import InputError
 from report_snapshots import collect
 
@@ -58,8 +60,14 @@ def test_preloaded_parents_equal_a_fresh_read(tmp_path, construct) -> None:
     dump = _put(tmp_path / "rank0", construct)
     fresh = facts.load_parents(dump)
     facts.preload_parents(dump)
-    assert facts.load_parents(dump) == fresh
+    assert _answers(facts.load_parents(dump), construct) == _answers(fresh, construct)
     assert not facts._PRELOADED  # taken once
+
+
+def _answers(parents: ParentMap, construct: object) -> list[str]:
+    """What ``parents`` says of construct.json's names and of names it does not hold."""
+    names = list(construct) if isinstance(construct, dict) else []
+    return parents.modules_of(names + ["Torch.add.0.forward", "Module.absent.forward.0", ""])
 
 
 @SETTINGS
@@ -68,12 +76,30 @@ def test_parents_are_the_text_values_of_construct_json_sharing_equal_strings(tmp
     dump = _put(tmp_path / "rank0", construct)
     parents = facts.load_parents(dump)
     if isinstance(construct, dict):
-        assert parents == {k: v for k, v in construct.items() if isinstance(v, str)}
-        assert list(parents) == [k for k, v in construct.items() if isinstance(v, str)]  # file order
+        text = {k: v for k, v in construct.items() if isinstance(v, str)}
+        assert len(parents) == len(text)
+        names = list(construct) + ["Torch.add.0.forward", "Module.absent.forward.0", ""]
+        found = parents.modules_of(names)
+        assert found == [text.get(name, "") for name in names]
         shared: dict[str, str] = {}
-        assert all(shared.setdefault(v, v) is v for v in parents.values())  # one string per module
+        assert all(shared.setdefault(v, v) is v for v in found)  # one string per module
+        assert pickle.loads(pickle.dumps(parents)).modules_of(names) == found  # in this process (or a forked one)
     else:
-        assert parents == {}
+        assert not len(parents) and parents.modules_of(["x"]) == [""]
+
+
+@SETTINGS
+@given(parts=st.lists(st.dictionaries(st.sampled_from(["a", "b", "Module.c.forward.0", "d.0"]),
+                                      st.none() | st.sampled_from(["", "M.0", "M.1"]) | st.integers()
+                                      | st.lists(st.none(), max_size=1), max_size=4), max_size=4))
+def test_a_parent_map_answers_as_the_merged_members_holding_text(parts) -> None:
+    # pieces of one construct.json: a later member of a name wins, also when it holds no text (null)
+    merged: dict[str, object] = {}
+    for part in parts:
+        merged.update(part)
+    names = ["a", "b", "Module.c.forward.0", "d.0", "e"]
+    assert ParentMap.of(parts).modules_of(names) == [v if isinstance(v, str) else "" for v in map(merged.get, names)]
+    assert len(ParentMap.of(parts)) == sum(isinstance(v, str) for v in merged.values())
 
 
 def test_preloaded_parents_are_taken_once_and_only_while_the_file_is_unchanged(tmp_path) -> None:
@@ -81,18 +107,18 @@ def test_preloaded_parents_are_taken_once_and_only_while_the_file_is_unchanged(t
     facts.preload_parents(dump)
     kept = facts._PRELOADED[dump.parent / "construct.json"][1]
     assert facts.load_parents(dump) is kept
-    assert facts.load_parents(dump) is not kept  # read again: a builder pops what it takes
+    assert facts.load_parents(dump) is not kept  # read again
     facts.preload_parents(dump)
     _put(tmp_path / "a", {"Torch.add.0.forward": "Module.other.forward.0"})  # changed since
-    assert facts.load_parents(dump) == {"Torch.add.0.forward": "Module.other.forward.0"}
+    assert facts.load_parents(dump).modules_of(["Torch.add.0.forward"]) == ["Module.other.forward.0"]
     facts.preload_parents(dump)
     os.unlink(dump.parent / "construct.json")  # gone since
-    assert facts.load_parents(dump) == {}
+    assert not len(facts.load_parents(dump))
     other = _put(tmp_path / "b", {"x": "y"})
     facts.preload_parents(dump)
     facts.preload_parents(other)  # only the latest dump's is kept
     assert list(facts._PRELOADED) == [other.parent / "construct.json"]
-    assert facts.load_parents(dump) == {}
+    assert not len(facts.load_parents(dump))
     facts.load_parents(other)
     assert not facts._PRELOADED
 
@@ -102,13 +128,13 @@ def test_preload_ignores_what_is_not_a_regular_file(tmp_path) -> None:
     (tmp_path / "r" / "construct.json").mkdir(parents=True)
     facts.preload_parents(dump)
     assert not facts._PRELOADED
-    assert facts.load_parents(dump) == {}
+    assert not len(facts.load_parents(dump))
     os.mkfifo(tmp_path / "f.json")
     fifo = tmp_path / "fifo"
     fifo.mkdir()
     os.symlink(tmp_path / "f.json", fifo / "construct.json")
     facts.preload_parents(fifo / "dump.json")  # never opened: a FIFO would block
-    assert facts.load_parents(fifo / "dump.json") == {}
+    assert not len(facts.load_parents(fifo / "dump.json"))
 
 
 def _copy_pair(tmp_path: Path) -> tuple[Path, Path]:
@@ -217,7 +243,8 @@ def test_the_golden_index_from_the_child_equals_one_made_here(tmp_path) -> None:
     assert there.dump.index.starts == here.dump.index.starts
     assert there.dump.index.parse(0, len(here.dump.names)) == here.dump.index.parse(0, len(here.dump.names))
     assert (there.hashes == here.hashes).all() and (there.order == here.order).all()
-    assert there.numbers == here.numbers and there.nested == here.nested
+    assert there.numbers == here.numbers and (there.nested == here.nested).all()
+    assert (there.nested_ordinals == here.nested_ordinals).all()
     assert there.dump.skipped_entries == here.dump.skipped_entries
 
 
@@ -321,10 +348,9 @@ def test_parents_read_a_piece_at_a_time_are_the_text_values_read_whole(tmp_path,
         whole = None
     expected = {k: v for k, v in whole.items() if isinstance(v, str)} if isinstance(whole, dict) else {}
     parents = facts._read_parents(path)
-    assert parents == expected
-    assert list(parents) == list(expected)
-    shared: dict[str, str] = {}
-    assert all(shared.setdefault(v, v) is v for v in parents.values())  # one string per module
+    names = [*expected, "Module.absent.forward.0"]
+    assert len(parents) == len(expected)
+    assert parents.modules_of(names) == [expected.get(name, "") for name in names]
 
 
 def test_an_indent_1_object_is_parsed_in_parts_and_other_layouts_whole(tmp_path) -> None:
@@ -333,7 +359,7 @@ def test_an_indent_1_object_is_parsed_in_parts_and_other_layouts_whole(tmp_path)
     path = _object_file(tmp_path, doc, 1, [])
     parts = list(jsonio.object_parts(path, 64))
     assert len(parts) > 5 and {k: v for part in parts for k, v in part.items()} == doc
-    assert facts._read_parents(path) == {k: v for k, v in doc.items() if v is not None}
+    assert facts._read_parents(path).modules_of(list(doc)) == [v or "" for v in doc.values()]
     path.write_bytes(json.dumps(doc).encode())
     assert list(jsonio.object_parts(path, 1 << 16)) == [doc]  # one line within 16 pieces: one part
     for text in (json.dumps(doc).encode(), b"", b" \n", b"[1]", json.dumps(doc, indent=1).encode() + b"x"):

@@ -187,7 +187,9 @@ class Analyzer(Protocol):
     before the first window) digests the windows that process judges: the copy gets ``part`` for
     its windows and ``skip`` (the target entry names) for the others, in order; the builder gets
     ``merge(part)`` for those windows in order, and ``add(window)`` when ``merge`` returns
-    ``False`` (the part assumed what does not hold). The digest is the same either way.
+    ``False`` (the part assumed what does not hold). The digest is the same either way. Such a builder
+    may also have ``names(names)``: called before each ``merge`` with the window's target entry names
+    (strings this process keeps anyway), so that what it keeps of the part can share them.
     Optional member ``prefetch(dump_file)``: a streamed compare calls it while another process
     indexes the golden dump, to read ahead what ``digest_stream`` will read beside the target
     ``dump_file`` (it must give the same digest whether called or not).

@@ -150,6 +150,10 @@ class WindowRenderer:
         self.ready, self.taken = index, self.taken + 1
         pending = list(self.builders)
         if all(number is not None and stream.fits(rows) for stream, number in self.slots):
+            names = self.windows.dump.names[lo:hi]
+            for builder in self.mergers:
+                if hasattr(builder, "names"):
+                    builder.names(names)  # the strings this process keeps, for what the builder keeps of the part
             pending = [b for b, m, p in zip(self.builders, self.mergers, parts) if not m.merge(p)]
             if not pending:
                 self.windows.skip(lo, hi)

@@ -104,9 +104,14 @@ class GoldenIndex:
         self.hashes = hashes[order]
         if count > 1 and bool((self.hashes[1:] == self.hashes[:-1]).any()):
             raise NotStreamable(f"{dump.info.path}: entry keys repeat once renumbered")
-        self.nested: dict[str, list[int]] = {}
-        for index, prefix in nestings(keys):
-            self.nested.setdefault(prefix, []).append(index)
+        # the entries nested in another's key, by the hash of that key (sorted): no strings kept
+        nested = list(nestings(keys))
+        prefixes = np.fromiter((hash(prefix) for _, prefix in nested), np.int64, len(nested))
+        by_prefix = np.argsort(prefixes, kind="stable")
+        self.nested = prefixes[by_prefix]
+        """The hashes of the keys other entries are nested in (see :func:`nested_prefixes`), sorted."""
+        self.nested_ordinals = np.array([index for index, _ in nested], np.int64)[by_prefix]
+        """The ordinal of the entry nested in each key of :attr:`nested`."""
         self.touched = bytearray(count)
         self.partial: dict[int, int] = {}
         """Touched entries some of whose rows no target row met yet: bit mask of those rows."""
@@ -143,13 +148,19 @@ class GoldenIndex:
         prefixes = [prefix for _, prefix in nestings(keys)]
         if prefixes:
             found.update(self.ordinals(prefixes))
-        nested = self.nested
-        if nested:
-            for key in keys:
-                more = nested.get(key)
-                if more:
-                    found.update(more)
+        if len(self.nested) and keys:
+            found.update(self._nested_in(keys))
         return sorted(found)
+
+    def _nested_in(self, keys: Sequence[str]) -> list[int]:
+        """Ordinals of the golden entries nested in any of ``keys`` (looked up by hash, as :meth:`ordinals`)."""
+        import numpy as np
+
+        wanted = np.fromiter(map(hash, keys), np.int64, len(keys))
+        lo = np.searchsorted(self.nested, wanted, "left")
+        hi = np.searchsorted(self.nested, wanted, "right")
+        ordinals = self.nested_ordinals
+        return [i for a, b in zip(lo[hi > lo].tolist(), hi[hi > lo].tolist()) for i in ordinals[a:b].tolist()]
 
     def names_of(self, ordinals: Sequence[int]) -> list[str]:
         """The names of the golden entries ``ordinals``."""

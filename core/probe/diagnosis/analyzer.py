@@ -41,7 +41,7 @@ class DiagnosisAnalyzer:
 
     def digest_stream(self, request: Any, result: Any) -> RankFactsBuilder:
         """:meth:`digest` made a window of whole entries at a time (``add``, then ``finish``)."""
-        return RankFactsBuilder(result, once=True)
+        return RankFactsBuilder(result)
 
     def prefetch(self, dump_file: Path) -> None:
         """Read ahead what :meth:`digest_stream` reads beside ``dump_file`` (construct.json)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterator, Sequence
-from itertools import chain, repeat
+from itertools import chain
 from operator import index as as_index
 from operator import itemgetter
 from typing import Any, overload
@@ -114,10 +114,16 @@ class FactColumns(Sequence[Any]):
                           nan_in == 1, nan_out == 1, argument, unmatched, matched, reduced_dev, width, dtype, exact == 1,
                           module, w_in, w_out, w_param, w_leaf, w_reduced, tails))
 
-    def extend(self, rows: Sequence[tuple[Any, ...]], parent_of: Callable[[str, str], str]) -> None:
+    def extend(self, rows: Sequence[tuple[Any, ...]], modules_of: Callable[[list[str]], list[str]],
+               names: Sequence[str] | None = None) -> None:
         """Append the nodes whose slot values (``order`` and ``module`` ignored) are ``rows``, their
-        ``module`` from ``parent_of(entry, "")``."""
-        self.entries.extend(map(_ENTRY_OF, rows))
+        ``module`` from ``modules_of(entries)`` (one for each entry, in order). An entry equal to one of
+        ``names`` is kept as that string (strings the caller keeps anyway, instead of the rows' copies)."""
+        entries = list(map(_ENTRY_OF, rows))
+        if names:
+            shared = dict(zip(names, names))
+            entries = list(map(shared.get, entries, entries))
+        self.entries += entries
         combos = list(map(_COMBO_OF, rows))
         codes = list(map(self.numbers.get, combos))
         if None in codes:  # combinations not seen before (the first windows, mostly)
@@ -125,7 +131,7 @@ class FactColumns(Sequence[Any]):
                 codes[i] = self._number(combos[i])
         self.codes.fromlist(codes)
         self.floats.fromlist(list(chain.from_iterable(map(_FLOATS_OF, rows))))  # twice as fast as extend()
-        self.modules.extend(map(parent_of, map(_ENTRY_OF, rows), repeat("")))
+        self.modules += modules_of(entries)
 
     def set_leaf(self, index: int, dev: float, name: str, tail: bool) -> None:
         """``leaf_dev`` and ``worst_leaf`` of node ``index`` (``tail``: ``name`` follows its entry's name)."""

@@ -22,6 +22,7 @@ from typing import Any
 
 from probe.diagnosis.factcolumns import LEAF_BIT, FactColumns
 from probe.diagnosis.fingerprints import Fingerprints
+from probe.diagnosis.parents import ParentMap
 from probe.formats.msprobe.dtypes import TORCH_PREFIX
 from probe.jsonio import MemberMisplaced, object_parts, read_json
 from probe.modes.common import canonical_dtype
@@ -377,11 +378,11 @@ def step_of(path: Path | None) -> int:
     return 0
 
 
-def load_parents(dump_file: Path | None) -> dict[str, str]:
-    """``{entry: enclosing module call}`` from ``construct.json`` beside the dump (empty if absent or bad);
+def load_parents(dump_file: Path | None) -> ParentMap:
+    """The enclosing module call of each entry from ``construct.json`` beside the dump (none if absent or bad);
     the one :func:`preload_parents` read, when the file is still the same."""
     if dump_file is None:
-        return {}
+        return ParentMap.empty()
     path = Path(dump_file).parent / "construct.json"
     kept = _PRELOADED.pop(path, None)
     if kept is not None and kept[0] == _stamp(path):
@@ -399,7 +400,7 @@ def preload_parents(dump_file: Path) -> None:
         _PRELOADED[path] = stamp, _read_parents(path)
 
 
-_PRELOADED: dict[Path, tuple[tuple[int, int, int], dict[str, str]]] = {}
+_PRELOADED: dict[Path, tuple[tuple[int, int, int], ParentMap]] = {}
 """What :func:`preload_parents` read, by construct.json path, with the file's :func:`_stamp` then."""
 
 
@@ -412,41 +413,17 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
     return (info.st_ino, info.st_size, info.st_mtime_ns) if stat.S_ISREG(info.st_mode) else None
 
 
-def _read_parents(path: Path) -> dict[str, str]:
+def _read_parents(path: Path) -> ParentMap:
     try:
         if not path.is_file() or path.stat().st_size > (256 << 20):
-            return {}
+            return ParentMap.empty()
         try:  # read a piece at a time: about a fifth less CPU than parsing a copy of the whole file
-            return _text_values(object_parts(path))
+            return ParentMap.of(object_parts(path))
         except MemberMisplaced:  # another layout, or text that does not parse piece by piece
             doc = read_json(path)
-            return _text_values([doc]) if isinstance(doc, dict) else {}
+            return ParentMap.of([doc]) if isinstance(doc, dict) else ParentMap.empty()
     except Exception:  # noqa: BLE001 - construct.json only improves labels; a bad one is ignored
-        return {}
-
-
-def _text_values(parts: Iterable[dict[str, Any]]) -> dict[str, str]:
-    """The members of ``parts`` merged in order, without those whose value is not text (modules without
-    a parent: null); equal values are one string (one per enclosing module, however many entries it holds)."""
-    shared: dict[str, str] = {}
-    share, dropped = shared.setdefault, []
-    merged: dict[str, Any] | None = None
-    for part in parts:
-        for key, value in part.items():
-            if value.__class__ is str:
-                part[key] = share(value, value)  # a key's value replaced: the object does not change size
-            else:
-                dropped.append(key)
-        if merged is None:
-            merged = part  # the parsed object itself, kept (a fifth faster than a copy)
-        else:
-            merged.update(part)
-    if merged is None:
-        return {}
-    for key in dropped:
-        if merged.get(key, "").__class__ is not str:  # a later member of the same name may hold text
-            del merged[key]
-    return merged
+        return ParentMap.empty()
 
 
 def _row_dev(record: RowResult, tensor_mode: bool) -> tuple[float, bool, bool]:
@@ -729,15 +706,14 @@ class RankFactsBuilder:
     """:func:`rank_facts` over a rank's rows given a window of whole entries at a time.
 
     ``add`` takes each window's result in order; ``finish`` takes the whole-rank result
-    (its rows may be left out) for the golden-only count. With ``once`` (each entry comes in
-    one group of rows, as in a streamed compare) an entry's parent is dropped once looked up.
+    (its rows may be left out) for the golden-only count.
 
     A window may instead be digested elsewhere, by a copy of the builder made before the first
     window (a forked process): the copy makes the window's :meth:`part` and hears of the windows
     it does not see through :meth:`skip`; this builder then takes the part with :meth:`merge`.
     """
 
-    def __init__(self, result: CompareResult, once: bool = False) -> None:
+    def __init__(self, result: CompareResult) -> None:
         rank = result.rank if result.rank is not None else 0
         path = result.target.path if result.target is not None else None
         self.nodes = FactColumns(_restored)
@@ -745,14 +721,15 @@ class RankFactsBuilder:
                                nodes=self.nodes)
         self.tensor_mode = result.mode.name == "tensor"
         self.md5 = result.mode.name == "md5"
-        self.once = once
         self._parents(load_parents(path))
         self.produced = Fingerprints()
         self.backward = False
+        self.window_names: Sequence[str] | None = None
+        """The target entry names of the window whose part :meth:`merge` takes next (see :meth:`names`)."""
 
-    def _parents(self, parents: dict[str, str]) -> None:
-        self.parents, self.parents_size = parents, len(parents)
-        self.parent_of = parents.pop if self.once else parents.get
+    def _parents(self, parents: ParentMap) -> None:
+        self.parents = parents
+        self.parent_of = parents.modules_of
 
     def add(self, result: CompareResult) -> None:
         self.produced.spill()
@@ -765,17 +742,12 @@ class RankFactsBuilder:
             append(values(entry, order, group, tensor_mode, produced, backward, md5, None))
         self.backward = backward
         self.nodes.extend(rows, self.parent_of)
-        self._shrink()
-
-    def _shrink(self) -> None:
-        if len(self.parents) < self.parents_size // 2:  # a dict keeps its table when emptied: copy it
-            self._parents(dict(self.parents))
 
     def _copy_only(self) -> None:
         """Drop what only :meth:`add` and :meth:`merge` read (the parents): a copy that makes parts and skips
         windows never merges, and a forked process then no longer holds construct.json's entries."""
-        if self.parents_size:
-            self._parents({})
+        if len(self.parents):
+            self._parents(ParentMap.empty())
 
     def skip(self, names: Sequence[str]) -> None:
         """The target entry names of a window another process digests (only whether the backward pass began)."""
@@ -805,15 +777,21 @@ class RankFactsBuilder:
             produced.difference_update(odd)
         return start, backward, rows, produced, [_portable(fp) for fp in odd], leaves
 
+    def names(self, names: Sequence[str]) -> None:
+        """The target entry names of the window whose part :meth:`merge` takes next: the facts keep these
+        strings (which this process holds anyway) instead of the part's copies of them."""
+        self.window_names = names
+
     def merge(self, part: WindowFacts) -> bool:
         """Add a window's :meth:`part` (windows in order); ``False``, nothing changed, when it assumed
         the backward pass began (or not) where it did not."""
         start, end, rows, produced, odd, leaves = part
+        names, self.window_names = self.window_names, None
         if start != self.backward:
             return False
         nodes = self.nodes
         base = len(nodes)
-        nodes.extend(rows, self.parent_of)
+        nodes.extend(rows, self.parent_of, names)
         earlier = self.produced
         earlier.spill()
         for order, inputs in leaves:  # against the outputs of every earlier window, as add() judges them
@@ -824,7 +802,6 @@ class RankFactsBuilder:
         earlier |= produced
         earlier.update(map(_local, odd))
         self.backward = end
-        self._shrink()
         return True
 
     def finish(self, result: CompareResult) -> RankFacts:
