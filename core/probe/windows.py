@@ -34,7 +34,6 @@ WINDOW_BYTES = 64 << 20
 """A window holds at most this much dump text (besides its entry count), so that a dump of
 few, very large entries stays bounded too."""
 _KINDS = ("forward", "backward", "parameters_grad")
-_INNER = (".input.", ".output.", ".parameters.", ".parameters_grad.")
 _HEADS = ("input", "output", "parameters")
 
 
@@ -42,7 +41,7 @@ def nested_prefixes(key: str) -> list[str]:
     """Dotted proper prefixes of an entry key that are entry keys whose rows ``key``'s rows could
     share keys with (a prefix followed by ``input``/``output``/``parameters``, or a parameter-gradient
     entry); empty for every name msProbe writes."""
-    if not (".input." in key or ".output." in key or ".parameters." in key or ".parameters_grad." in key):  # _INNER
+    if not (".input." in key or ".output." in key or ".parameters." in key or ".parameters_grad." in key):
         return []
     parts = key.split(".")
     found = []
@@ -69,7 +68,7 @@ def nestings(keys: Sequence[str]) -> Iterator[tuple[int, str]]:
     """``(position, prefix)`` of each of the :func:`nested_prefixes` of ``keys`` (a cheap test
     passes over the many keys that have none)."""
     for position, key in enumerate(keys):
-        if ".input." in key or ".output." in key or ".parameters" in key:  # see _INNER
+        if ".input." in key or ".output." in key or ".parameters" in key:  # nested_prefixes' own test, looser
             for prefix in nested_prefixes(key):
                 yield position, prefix
 
