@@ -322,3 +322,26 @@ def test_pt_bomb_absolute_cap(tmp_path, monkeypatch):
         tensors.load_pt(pt)  # no declared shape: the absolute cap applies
     monkeypatch.setattr(tensors, "MAX_INFLATED_BYTES", 64 << 20)
     assert tensors.load_pt(pt, max_bytes=8 << 20).shape == (4 << 20,)  # within both bounds: loads
+
+
+@pytest.mark.parametrize("window", ["64", "0"])  # streamed, whole
+def test_entry_repeated_in_a_later_piece(tmp_path, run_probe, window):
+    """A dump.json naming an entry twice, far enough apart to be in different pieces of the read,
+    is one line naming the entry (never compared twice), and no report is written."""
+    target = tmp_path / "t"
+    shutil.copytree(STAT / "target/step0/rank0", target)
+    doc = json.loads((target / "dump.json").read_text())
+    entries = list(doc["data"].items())
+    for copy in range(12):  # about 0.6 MB of entries, more than two pieces
+        for name, value in entries:
+            doc["data"][f"{name}_{copy}"] = value
+    first, value = entries[0]
+    text = json.dumps(doc, indent=1)
+    closing = text.rindex("\n }")
+    repeat = json.dumps({first: value}, indent=1)[1:-2].replace("\n", "\n ")  # the entry at the member's indent
+    (target / "dump.json").write_text(text[:closing] + "," + repeat + text[closing:])
+    assert json.loads((target / "dump.json").read_text())["data"].keys() == doc["data"].keys()
+    out = tmp_path / "o"
+    result = run_probe("compare", "-tp", target, "-gp", STAT / "golden/step0/rank0", "-o", out, "--window", window)
+    one_line(result, str(target / "dump.json"), f"has the entry '{first}' twice in 'data'")
+    assert not out.exists() or not any(out.iterdir())
