@@ -62,7 +62,7 @@ def _suspects(view: RankView, found: list[int]) -> list[Suspect]:
     rules = view.rules[found]
     scores, in_effs, floors = view.scores[found], view.in_eff[found].tolist(), view.floors[found].tolist()
     entries = _picked(view.entries, found)
-    orders = found if view.orders == range(len(view.orders)) else _picked(view.orders, found)
+    orders = _orders_at(view, found)
     dtypes = view.values("dtype", found)
     evidence = [""] * count
     for rule in dict.fromkeys(rules.tolist()):
@@ -107,6 +107,12 @@ def _suspects(view: RankView, found: list[int]) -> list[Suspect]:
     return list(map(Suspect, entries, repeat(facts.rank, count), repeat(facts.step, count), kinds,
                     _rounded(np.minimum(scores, MAX_SCORE)), evidence, directions(view.backward[found]), orders,
                     view.out_devs[found].tolist(), floors))
+
+
+def _orders_at(view: RankView, found: list[int]) -> Sequence[int]:
+    """The orders of the nodes of ``view`` at ``found`` (the positions themselves when orders are positions)."""
+    orders = view.orders
+    return found if orders == range(len(orders)) else _picked(orders, found)
 
 
 def _picked(values: Sequence[Any], positions: list[int]) -> Sequence[Any]:
@@ -168,14 +174,12 @@ def _sort_columns(view: RankView, found: list[int]) -> Any:
     import numpy as np  # not at start-up
 
     rules = view.rules[found] + 1
-    orders = view.orders
     try:
         columns = np.empty((6, len(found)), np.int64)
         columns[0] = view.facts.step
         columns[1] = view.backward[found]  # direction != "forward"
         columns[2] = np.take(_STRUCTURE_OF, rules)
-        columns[3] = found if orders == range(len(orders)) else np.fromiter(map(orders.__getitem__, found),
-                                                                            np.int64, len(found))
+        columns[3] = _orders_at(view, found)
         columns[4] = np.take(_TIER_OF, rules)
         columns[5] = view.facts.rank
     except OverflowError:
