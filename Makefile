@@ -10,6 +10,8 @@ PLUGINS := $(wildcard plugins/*/pyproject.toml)
 EDITABLES := -e . $(foreach p,$(PLUGINS),-e $(dir $(p)))
 TORCH := torch==2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+# one retry for it: where that index cannot be reached (a mirror or local wheels in pip's own
+# configuration serve instead), pip's default five retries per package add over a minute
 
 .PHONY: install demo test bench clean
 
@@ -27,7 +29,7 @@ install: $(VPY)  ## create .venv/, install probe, its plugins and PyTorch (CPU b
 	$(PIP) $(EDITABLES)
 	@$(VPY) -c 'import torch, sys; sys.exit(torch.__version__.split("+")[0] != "2.13.0")' 2>/dev/null || \
 	  { echo "installing $(TORCH), CPU build (reads .pt tensor files) from $(TORCH_INDEX)"; \
-	    $(PIP) --index-url $(TORCH_INDEX) "$(TORCH)"; }
+	    $(PIP) --retries 1 --index-url $(TORCH_INDEX) "$(TORCH)"; }
 
 demo: install  ## compare the bundled example dumps and write reports to output/demo
 	$(PROBE) compare -tp examples/pytorch_cnn/target/step0/rank0/dump.json \
