@@ -158,13 +158,13 @@ def test_a_data_member_that_is_not_last_compares_as_a_whole_one(tmp_path, run_pr
 
 
 def test_a_golden_index_unpickles_only_where_string_hashes_are_its_own(tmp_path, monkeypatch) -> None:
-    import probe.windows as windows
+    import probe.strhash as strhash
 
     index = _golden(tmp_path, [1, 2])
     again = pickle.loads(pickle.dumps(index))  # a forked child's index, back in its parent
     assert again.ordinals(list(index.dump.names)) == index.ordinals(list(index.dump.names))
     data = pickle.dumps(index)
-    monkeypatch.setattr(windows, "_SALT", "another process's hashes")  # hashes differ there
+    monkeypatch.setattr(strhash, "_SALT", "another process's hashes")  # hashes differ there
     with pytest.raises(TypeError, match="hashes"):
         pickle.loads(data)
 

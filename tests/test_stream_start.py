@@ -378,3 +378,15 @@ def test_a_stack_file_read_a_piece_at_a_time_gives_what_a_whole_read_gives(tmp_p
     path.write_text(json.dumps(groups))  # one line: read whole
     assert fast == stack.load_stack(path)
     assert list(fast) == list(stack.load_stack(path))
+
+
+def test_a_parent_map_unpickles_only_where_string_hashes_are_its_own(monkeypatch) -> None:
+    import probe.strhash as strhash
+
+    parents = ParentMap.of([{"Functional.relu.0.forward": "Module.m.M.forward.0"}])
+    again = pickle.loads(pickle.dumps(parents))  # a forked child's map, back in its parent
+    assert again.modules_of(["Functional.relu.0.forward", "x"]) == ["Module.m.M.forward.0", ""]
+    data = pickle.dumps(parents)
+    monkeypatch.setattr(strhash, "_SALT", "another process's hashes")  # hashes differ there
+    with pytest.raises(TypeError, match="parent map holds string hashes"):
+        pickle.loads(data)

@@ -29,6 +29,7 @@ from probe.formats.msprobe.names import backward_stem, renumbered
 from probe.match import backward_numbers, backward_renames, match_exact
 from probe.memberindex import JoinedNames, joined_names
 from probe.model import Pair, Row, RowList
+from probe.strhash import ForkLocal, lookup, string_hashes
 
 WINDOW_BYTES = 64 << 20
 """A window holds at most this much dump text (besides its entry count), so that a dump of
@@ -77,15 +78,14 @@ def _popcount(mask: int) -> int:
     return bin(mask).count("1")
 
 
-_SALT = "probe.windows.GoldenIndex"
-"""Hashed when a golden index is pickled and again when it is unpickled: equal only in processes
-that share the string hashes (the one that made it and its forked children)."""
 ALL_MET = -1
 """The mask of a mark whose entry's rows were all met (whatever their number)."""
 
 
-class GoldenIndex:
+class GoldenIndex(ForkLocal):
     """The golden side of a streamed compare: entry keys -> ordinals, and which rows were met."""
+
+    _HOLDS = "a golden index"
 
     def __init__(self, dump: StreamedDump) -> None:
         import numpy as np  # not at start-up
@@ -97,7 +97,7 @@ class GoldenIndex:
         """Each backward entry's number among those of its stem (the call index of its key); -1 for others."""
         dump.index.names = joined_names(names)  # only a window's golden entries are named at a time
         # entry keys by their hashes (sorted) rather than in a dict: 12 bytes an entry, no strings kept
-        hashes = np.fromiter(map(hash, keys), np.int64, count)
+        hashes = string_hashes(keys, count)
         order = np.argsort(hashes)  # any order of equal hashes: they stop the streamed compare below
         self.order = order.astype(np.int32) if count < 1 << 31 else order
         self.hashes = hashes[order]
@@ -119,27 +119,14 @@ class GoldenIndex:
         self.log: list[tuple[int, int, int]] | None = None
         """When a list, :meth:`settle` also adds its marks to it (for another process to apply)."""
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_salt": hash(_SALT)}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        if state.pop("_salt") != hash(_SALT):
-            raise TypeError("a golden index holds string hashes of the process that made it: it crosses "
-                            "only between that process and its forked children")
-        self.__dict__.update(state)
-
     def ordinals(self, keys: Sequence[str]) -> list[int]:
         """Ordinals of the golden entries keyed by any of ``keys`` (looked up by hash: a hash two
         different strings share, never seen in practice, would at most add an entry whose rows
         then meet no key; hashes are this process's, which the forked child shares)."""
-        import numpy as np
-
         if not keys or not len(self.hashes):
             return []
-        wanted = np.fromiter(map(hash, keys), np.int64, len(keys))
-        at = np.searchsorted(self.hashes, wanted)
-        np.minimum(at, len(self.hashes) - 1, out=at)
-        return self.order[at[self.hashes[at] == wanted]].tolist()
+        at, hit = lookup(self.hashes, string_hashes(keys, len(keys)))
+        return self.order[at[hit]].tolist()
 
     def candidates(self, keys: Sequence[str]) -> list[int]:
         """Sorted ordinals of the golden entries whose rows may share keys with entries of ``keys``."""
@@ -155,7 +142,7 @@ class GoldenIndex:
         """Ordinals of the golden entries nested in any of ``keys`` (looked up by hash, as :meth:`ordinals`)."""
         import numpy as np
 
-        wanted = np.fromiter(map(hash, keys), np.int64, len(keys))
+        wanted = string_hashes(keys, len(keys))
         lo = np.searchsorted(self.nested, wanted, "left")
         hi = np.searchsorted(self.nested, wanted, "right")
         ordinals = self.nested_ordinals

@@ -13,17 +13,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat
 from typing import Any
 
-_SALT = "probe.diagnosis.parents.ParentMap"
-"""Hashed when a map is pickled and again when it is unpickled: equal only in processes that share
-the string hashes (the one that made it and its forked children)."""
+from probe.strhash import ForkLocal, lookup, string_hashes
 
-
-class ParentMap:
+class ParentMap(ForkLocal):
     """Each entry's enclosing module call (``""`` when construct.json names none), looked up a list at a time.
 
     ``hashes`` holds the entries' string hashes, sorted, and ``codes`` the number of each one's module in
     ``modules`` (which ends with ``""``, the answer for an entry not in the map). Two different names with
     one hash, never seen in practice, would share the later one's module."""
+
+    _HOLDS = "a parent map"
 
     def __init__(self, hashes: Any, codes: Any, modules: list[str]) -> None:
         self.hashes, self.codes, self.modules = hashes, codes, modules
@@ -53,7 +52,7 @@ class ParentMap:
                     code = numbers[value] = len(modules)
                     modules.append(value)
                 found[i] = code
-            hashes.append(np.fromiter(map(hash, part), np.int64, len(values)))
+            hashes.append(string_hashes(part, len(values)))
             codes.append(np.array(found, np.int32))
         if not modules:
             return cls.empty()
@@ -83,20 +82,9 @@ class ParentMap:
         import numpy as np
 
         hashes = self.hashes
-        wanted = np.fromiter(map(hash, entries), np.int64, len(entries))
+        wanted = string_hashes(entries, len(entries))
         by = np.argsort(wanted)  # looked up in order: several times faster than at random
-        wanted = wanted[by]
-        at = np.searchsorted(hashes, wanted)
-        np.minimum(at, len(hashes) - 1, out=at)
+        at, hit = lookup(hashes, wanted[by])
         codes = np.empty(len(entries), np.intp)
-        codes[by] = np.where(hashes[at] == wanted, self.codes[at], len(modules) - 1)
+        codes[by] = np.where(hit, self.codes[at], len(modules) - 1)
         return [modules[code] for code in codes.tolist()]
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"hashes": self.hashes, "codes": self.codes, "modules": self.modules, "_salt": hash(_SALT)}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        if state.pop("_salt") != hash(_SALT):
-            raise TypeError("a parent map holds string hashes of the process that made it: it crosses only "
-                            "between that process and its forked children")
-        self.hashes, self.codes, self.modules = state["hashes"], state["codes"], state["modules"]
